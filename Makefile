@@ -1,0 +1,39 @@
+# TopoRAG: the two commands are `make reproduce` and `make test` (both set up the environment first).
+PYTHON   ?= python3
+VENV     ?= .venv
+PROFILE  ?= cpu-quick
+PY       := $(VENV)/bin/python
+PIP      := $(PY) -m pip install --disable-pip-version-check -q -c constraints.txt
+STAMP    := $(VENV)/.setup-done
+
+.PHONY: setup test test-all reproduce lab bench clean-venv
+
+setup: $(STAMP)
+
+# Re-runs only when a requirements file changes: a second `make setup` takes well under a second.
+$(STAMP): requirements.txt requirements-nodeps.txt constraints.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) -r requirements.txt
+	$(PIP) --no-deps -r requirements-nodeps.txt
+	$(PIP) --no-deps --no-build-isolation -e .
+	@touch $@
+	@echo "environment ready in $(VENV)"
+
+test: setup
+	$(PY) -m pytest
+
+# Also runs the tests that load the bundled real models (slower; still offline).
+test-all: setup
+	$(PY) -m pytest -m ""
+
+reproduce: setup
+	$(PY) -m toporag_lib.reproduce --profile $(PROFILE)
+
+lab: setup
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+
+bench: setup
+	$(PY) benchmarks/run_all.py
+
+clean-venv:
+	rm -rf $(VENV)

