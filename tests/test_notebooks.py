@@ -1,0 +1,61 @@
+"""Notebooks run headless with papermill on small parameters, and write what they promise to results/."""
+
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from toporag_lib import reproduce
+from toporag_lib.paths import PROJECT_ROOT
+
+NOTEBOOKS = PROJECT_ROOT / "notebooks"
+
+
+def test_every_notebook_has_a_parameters_cell():
+    notebooks = reproduce.numbered_notebooks(NOTEBOOKS)
+    assert notebooks, "no numbered notebooks found"
+    for path in notebooks:
+        tags = [c.metadata.get("tags", []) for c in nbformat.read(path, as_version=4).cells]
+        assert sum("parameters" in t for t in tags) == 1, path.name
+
+
+def test_notebooks_are_committed_without_outputs():
+    for path in reproduce.numbered_notebooks(NOTEBOOKS):
+        cells = nbformat.read(path, as_version=4).cells
+        assert all(not c.get("outputs") for c in cells if c.cell_type == "code"), path.name
+
+
+def test_01_datasets_writes_table4(isolated_cache):
+    outcomes = reproduce.reproduce("cpu-quick", only=["01"], notebooks=[NOTEBOOKS / "01_datasets.ipynb"])
+    assert [o.status for o in outcomes] == ["ran"], outcomes
+    results = isolated_cache / "results"
+    table = pd.read_csv(results / "01_dataset_stats.csv").set_index("dataset")
+    assert table.loc["explagraphs", "graphs"] == 2766
+    assert table.loc["explagraphs", "avg_nodes"] == pytest.approx(5.17, abs=0.01)
+    assert table.loc["explagraphs", "avg_edges"] == pytest.approx(4.25, abs=0.01)
+    assert {"synthetic_scenes", "webqsp"} <= set(table.index)
+    assert (results / "01_dataset_histograms.png").stat().st_size > 10_000
+    assert (results / "notebooks" / "01_datasets.html").exists()
+    # unchanged notebook, parameters and library: the second run skips it
+    again = reproduce.reproduce("cpu-quick", only=["01"], notebooks=[NOTEBOOKS / "01_datasets.ipynb"])
+    assert [o.status for o in again] == ["skipped"]
+
+
+def write_notebook(path: Path, *sources: str) -> Path:
+    nb = new_notebook(cells=[new_code_cell(s) for s in sources])
+    nb.cells[0].metadata["tags"] = ["parameters"]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+def test_a_failure_names_notebook_and_cell_and_the_others_still_run(tmp_path, isolated_cache):
+    bad = write_notebook(tmp_path / "01_bad.ipynb", "x = 1", "y = 2", "raise ValueError('boom')")
+    good = write_notebook(tmp_path / "02_good.ipynb", "x = 1",
+                          "import os, pathlib; pathlib.Path(os.environ['TOPORAG_RESULTS'], 'ok.txt').write_text('1')")
+    outcomes = reproduce.reproduce("cpu-quick", notebooks=[bad, good])
+    assert [o.status for o in outcomes] == ["failed", "ran"]
+    assert "cell [3]" in outcomes[0].error and "boom" in outcomes[0].error
+    assert (isolated_cache / "results" / "ok.txt").exists()
