@@ -29,8 +29,8 @@ def dataset_histograms(per_graph: pd.DataFrame) -> plt.Figure:
         for c, (column, title) in enumerate(columns):
             ax = axes[r, c]
             values = part[column]
-            bins = range(int(values.min()), int(values.max()) + 2) if values.max() - values.min() < 40 else 30
-            sns.histplot(values, bins=bins, ax=ax, color=sns.color_palette()[c], discrete=False)
+            discrete = values.max() - values.min() < 40
+            sns.histplot(values, ax=ax, color=sns.color_palette()[c], discrete=discrete, bins="auto")
             ax.set_xlabel(title if r == len(names) - 1 else "")
             ax.set_ylabel(f"{name}\ngraphs" if c == 0 else "")
     fig.tight_layout()
