@@ -1,0 +1,179 @@
+"""Lifting speed: toporag_lib.lifting against networkx.cycle_basis and TopoNetX, plus a size sweep.
+
+Run on one core for stable numbers:  taskset -c 0 .venv/bin/python benchmarks/bench_lifting.py
+Prints a table and writes it as CSV (`--out`, default benchmarks/out/lifting.csv). Times are medians over
+`--repeats` runs. "lift" is `lift(graph)`; "lift+index" adds B1, B2 and all four index tensors (the
+edge-edge upper adjacency has sum L(L-1) columns, so it is skipped where that is huge, e.g. DFS trees).
+networkx is timed on a prebuilt nx.Graph; TopoNetX builds the same complex (`homology_cycle_cell_complex`)
+and its signed incidence matrices B1 and B2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gc
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+
+from toporag_lib.graph import TextualGraph
+from toporag_lib.lifting import CellComplex, lift
+
+EDGE_PAIR_LIMIT = 20_000_000
+
+
+def random_multigraph(num_nodes: int, num_edges: int, rng: np.random.Generator,
+                      connected: bool = True) -> TextualGraph:
+    """A random multigraph (self-loops and parallel edges allowed); when `connected`, it contains a random
+    recursive tree and the other edges are uniformly random; the edge order is shuffled."""
+    tree = [(int(rng.integers(i)), i) for i in range(1, num_nodes)] if connected else []
+    extra = [tuple(map(int, pair)) for pair in rng.integers(0, num_nodes, size=(num_edges - len(tree), 2))]
+    pairs = [(tree + extra)[i] for i in rng.permutation(num_edges)]
+    return TextualGraph([f"entity {i}" for i in range(num_nodes)], [(a, b, "relation") for a, b in pairs])
+
+
+def median_seconds(run: Callable[[], object], repeats: int) -> float:
+    """Median wall time of `run()`, with the garbage collector paused while timing (as timeit does)."""
+    times = []
+    for _ in range(repeats):
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - start)
+        finally:
+            gc.enable()
+    return float(np.median(times))
+
+
+def build_all(cc: CellComplex, with_edge_pairs: bool = True) -> CellComplex:
+    """Force B1, B2 and the index tensors (the edge-edge adjacency only when asked)."""
+    cc.boundary(1), cc.boundary(2), cc.incidence_index(1), cc.incidence_index(2), cc.upper_adjacency_index(0)
+    if with_edge_pairs:
+        cc.upper_adjacency_index(1)
+    return cc
+
+
+def edge_pairs(cc: CellComplex) -> int:
+    lengths = cc.cell_lengths()
+    return int((lengths * (lengths - 1)).sum())
+
+
+def simple_nx(graph: TextualGraph) -> nx.Graph:
+    simple = nx.Graph()
+    simple.add_nodes_from(range(graph.num_nodes))
+    simple.add_edges_from((s, d) for s, d, _ in graph.edges if s != d)
+    return simple
+
+
+def toponetx_lift() -> Callable[[nx.Graph], object] | None:
+    try:
+        from toponetx.transform import homology_cycle_cell_complex
+    except ImportError:
+        return None
+
+    def run(simple: nx.Graph) -> object:
+        cx = homology_cycle_cell_complex(simple)
+        return cx.incidence_matrix(1), cx.incidence_matrix(2)
+
+    return run
+
+
+def row(case: str, method: str, graphs: list[TextualGraph], seconds: float, base: float | None,
+        cc: CellComplex | None = None) -> dict:
+    """One CSV row; times are per graph."""
+    per_graph = seconds / len(graphs)
+    items = None if cc is None else cc.num_cells(1) + int(cc.cell_lengths().sum())
+    return {
+        "case": case, "method": method, "graphs": len(graphs),
+        "nodes": graphs[0].num_nodes, "edges": graphs[0].num_edges,
+        "two_cells": "" if cc is None else cc.num_cells(2),
+        "total_cycle_len": "" if cc is None else int(cc.cell_lengths().sum()),
+        "ms_per_graph": round(per_graph * 1e3, 4),
+        "x_toporag_lift+index": "" if base is None else round(per_graph / base, 2),
+        "ns_per_edge_or_cycle_member": "" if items is None else round(per_graph * 1e9 / items, 1),
+    }
+
+
+def compare(case: str, graphs: list[TextualGraph], repeats: int, toponetx) -> list[dict]:
+    """toporag (lift, lift+index) vs networkx.cycle_basis vs TopoNetX on the same graphs."""
+    simples = [simple_nx(g) for g in graphs]
+    ours = median_seconds(lambda: [build_all(lift(g)) for g in graphs], repeats)
+    base = ours / len(graphs)
+    cc = lift(graphs[0])
+    rows = [row(case, "toporag lift", graphs, median_seconds(lambda: [lift(g) for g in graphs], repeats), base, cc),
+            row(case, "toporag lift+index", graphs, ours, base, cc),
+            row(case, "networkx.cycle_basis", graphs,
+                median_seconds(lambda: [nx.cycle_basis(s) for s in simples], repeats), base)]
+    if toponetx is None:
+        rows.append({**row(case, "toponetx complex+B1+B2", graphs, float("nan"), None), "ms_per_graph": "n/a"})
+    else:
+        topo_repeats = max(1, repeats // 5)
+        rows.append(row(case, "toponetx complex+B1+B2", graphs,
+                        median_seconds(lambda: [toponetx(s) for s in simples], topo_repeats), base))
+    return rows
+
+
+def trees(case: str, graph: TextualGraph, repeats: int) -> list[dict]:
+    """The three spanning trees (and the minimum basis, once) on one graph."""
+    rows = []
+    for options in ({"tree": "bfs"}, {"tree": "dfs"}, {"tree": "random"}):
+        cc = lift(graph, **options)
+        full = edge_pairs(cc) <= EDGE_PAIR_LIMIT
+        seconds = median_seconds(lambda: build_all(lift(graph, **options), full), repeats)
+        label = "lift+index" if full else "lift+index (no edge-edge adjacency)"
+        rows.append(row(case, f"toporag {options['tree']} {label}", [graph], seconds, None, cc))
+    seconds = median_seconds(lambda: lift(graph, basis="minimum"), 1)
+    rows.append(row(case, "toporag minimum basis (lift, 1 run)", [graph], seconds, None, lift(graph, basis="minimum")))
+    return rows
+
+
+def sweep(sizes: list[int], repeats: int, rng: np.random.Generator) -> list[dict]:
+    """BFS lift+index on random multigraphs with |E| = 3|V|: time per (edge + cycle member) should stay flat."""
+    rows = []
+    for n in sizes:
+        graph = random_multigraph(n, 3 * n, rng)
+        seconds = median_seconds(lambda: build_all(lift(graph)), repeats)
+        rows.append(row("sweep |E|=3|V|", "toporag lift+index", [graph], seconds, None, lift(graph)))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/out/lifting.csv"))
+    parser.add_argument("--repeats", type=int, default=21)
+    parser.add_argument("--small-graphs", type=int, default=500, help="ExplaGraphs-sized graphs per timing")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000, 3000, 10000])
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    toponetx = toponetx_lift()
+    small = [random_multigraph(5, 4, rng, connected=False) for _ in range(args.small_graphs)]
+    webqsp = random_multigraph(1370, 4252, rng)
+    rows = compare("ExplaGraphs-sized (5 nodes, 4 edges)", small, args.repeats, toponetx)
+    rows += compare("WebQSP-scale (1370 nodes, 4252 edges)", [webqsp], args.repeats, toponetx)
+    rows += trees("WebQSP-scale trees", webqsp, max(3, args.repeats // 3))
+    rows += sweep(args.sizes, max(3, args.repeats // 3), rng)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    print_table(rows)
+    print(f"\nwritten to {args.out}")
+
+
+def print_table(rows: list[dict]) -> None:
+    columns = list(rows[0])
+    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in columns}
+    print("  ".join(c.ljust(widths[c]) for c in columns))
+    for r in rows:
+        print("  ".join(str(r[c]).ljust(widths[c]) for c in columns))
+
+
+if __name__ == "__main__":
+    main()
