@@ -1,0 +1,118 @@
+"""Retrieval latency per query on WebQSP-scale graphs (1,370 nodes, 4,252 edges, ~2,900 2-cells).
+
+In one run, on the same graphs, features and queries:
+- `toporag`: our TopoRAG retrieval (cosine, rank prizes, every 2-cell's prize, PCST with 2-cells, closure),
+  with and without textualizing the result;
+- `gretriever`: our G-Retriever baseline (identical selections to PyTorch Geometric's, see the tests);
+- `pyg`: PyTorch Geometric's `retrieval_via_pcst` (it textualizes as part of its work);
+- `floor`: pcst_fast alone on the TopoRAG instance, already built.
+Target: TopoRAG retrieval >= 20x faster than PyG's, 10 ms or less. Run on one core for stable numbers:
+
+    taskset -c 0 python benchmarks/bench_retrieval.py [--graphs 3 --queries 20] [--out benchmarks/out/retrieval.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from torch_geometric.data import Data
+from torch_geometric.llm.utils.backend_utils import retrieval_via_pcst
+
+from toporag_lib import pcst
+from toporag_lib.graph import TextualGraph
+from toporag_lib.prizes import cell_prizes, cosine, rank_prizes, top_k
+from toporag_lib.lifting import boundary_positions, lift
+from toporag_lib.retrieval import retrieve
+from toporag_lib.textualize import textualize_subcomplex
+
+PARAMS = {"k0": 3, "k1": 3, "k2": 3, "c2": 1.0, "cost_e": 0.5}
+
+
+def random_multigraph(num_nodes: int, num_edges: int, seed: int) -> TextualGraph:
+    """A connected random multigraph: a random tree plus random extra edges (some parallel), repeated relations."""
+    rng = np.random.default_rng(seed)
+    parents = [int(rng.integers(0, i)) for i in range(1, num_nodes)]
+    pairs = [(p, i) for i, p in enumerate(parents, start=1)]
+    extra = rng.integers(0, num_nodes, size=(num_edges - len(pairs), 2))
+    pairs += [(int(a), int(b)) for a, b in extra if a != b]
+    relations = [f"relation.{r}" for r in range(300)]
+    edges = [(a, b, relations[int(rng.integers(0, len(relations)))]) for a, b in pairs]
+    return TextualGraph([f"entity {i}" for i in range(num_nodes)], edges)
+
+
+def median_ms(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+def toporag_instance(cc, q):
+    node_p = rank_prizes(cosine(q, cc.z0), PARAMS["k0"])
+    edge_p = rank_prizes(cosine(q, cc.z1), PARAMS["k1"])
+    prizes2 = cell_prizes(node_p, edge_p, cc.cell_ptr, cc.cell_nodes, cc.cell_edges, PARAMS["c2"])
+    best = top_k(prizes2, PARAMS["k2"])
+    cells = best[prizes2[best] > 0]
+    ptr = np.concatenate([[0], np.cumsum(cc.cell_lengths()[cells])]).astype(np.int64)
+    return pcst.build_instance(cc.num_nodes, np.stack([cc.edge_src, cc.edge_dst]), node_p, edge_p,
+                               PARAMS["cost_e"], cell_ids=cells, cell_prizes=prizes2[cells], cell_vertex_ptr=ptr,
+                               cell_vertices=cc.cell_nodes[boundary_positions(cc.cell_ptr, cells)])
+
+
+def bench_graph(graph: TextualGraph, seed: int, queries: int, dim: int) -> list[dict]:
+    gen = torch.Generator().manual_seed(seed)
+    x, e = torch.randn(graph.num_nodes, dim, generator=gen), torch.randn(graph.num_edges, dim, generator=gen)
+    cc = lift(graph, x, e)
+    data = Data(x=x, edge_index=graph.edge_index, edge_attr=e, node_idx=np.arange(graph.num_nodes),
+                edge_idx=np.arange(graph.num_edges))
+    nodes = pd.DataFrame({"node_id": range(graph.num_nodes), "node_attr": graph.nodes})
+    edges = pd.DataFrame({"src": cc.edge_src, "edge_attr": graph.edge_texts, "dst": cc.edge_dst})
+    rows = []
+    for _ in range(queries):
+        q = torch.randn(dim, generator=gen)
+        instance = toporag_instance(cc, q)
+        timings = {
+            "toporag": median_ms(lambda: retrieve(cc, q, "toporag", **PARAMS), 5),
+            "toporag+text": median_ms(lambda: textualize_subcomplex(graph, cc, retrieve(cc, q, "toporag",
+                                                                                          **PARAMS)), 5),
+            "gretriever": median_ms(lambda: retrieve(cc, q, "gretriever", k0=3, k1=3, cost_e=0.5), 5),
+            "pyg": median_ms(lambda: retrieval_via_pcst(data, q, nodes, edges, topk=3, topk_e=3, cost_e=0.5), 3),
+            "floor": median_ms(lambda: pcst.run_solver(instance), 5),
+        }
+        rows.append({"nodes": graph.num_nodes, "edges": graph.num_edges, "cells2": cc.num_cells(2), **timings})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--graphs", type=int, default=3)
+    parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--nodes", type=int, default=1370)
+    parser.add_argument("--edges", type=int, default=4252)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--out", default="benchmarks/out/retrieval.csv")
+    args = parser.parse_args()
+    rows = []
+    for seed in range(args.graphs):
+        rows += bench_graph(random_multigraph(args.nodes, args.edges, seed), seed, args.queries, args.dim)
+    table = pd.DataFrame(rows)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.out, index=False)
+    medians = table.median(numeric_only=True)
+    print(f"{args.graphs} graphs x {args.queries} queries; median ms per query:")
+    print(medians.round(2).to_string())
+    print(f"PyG / TopoRAG: {medians['pyg'] / medians['toporag']:.1f}x; "
+          f"PyG / (TopoRAG + text): {medians['pyg'] / medians['toporag+text']:.1f}x; "
+          f"TopoRAG / floor: {medians['toporag'] / medians['floor']:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
