@@ -1,0 +1,133 @@
+"""Metrics exactly as G-Retriever computes them (its `src/utils/evaluate.py`), and prediction files.
+
+- ExplaGraphs: the first match of `support|Support|Counter|counter` in the stripped prediction, lower-cased, must
+  equal the label; no match is wrong (so "SUPPORT" never counts).
+- SceneGraphs (and the GQA fixtures and synthetic scenes): `label in prediction`, raw and case-sensitive.
+- WebQSP: the prediction's "|" become newlines and it is split into lines; the label is split on "|"; texts are
+  normalised (lower-case, punctuation removed, the words a/an/the replaced by a space, white space collapsed) and a
+  gold answer matches when it is a substring of the prediction's lines joined by spaces. Hit: any gold answer
+  matches; accuracy: the share of gold answers that match; precision: matches / number of prediction lines;
+  recall: matches / number of gold answers; F1 of those two.
+
+All scores are fractions in [0, 1] (G-Retriever prints WebQSP's as percentages).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from toporag_lib import atomic
+
+EXPLAGRAPHS_CLASSES = re.compile(r"support|Support|Counter|counter")
+ARTICLES = re.compile(r"\b(a|an|the)\b")
+PUNCTUATION = set(string.punctuation)
+SCENE_GRAPH_DATASETS = ("scenegraphs", "gqa_fixtures", "synthetic_scenes")
+
+Metric = Callable[[Sequence[str], Sequence[str]], float]
+
+
+def _check(predictions: Sequence[str], labels: Sequence[str]) -> None:
+    if len(predictions) != len(labels):
+        raise ValueError(f"{len(predictions)} predictions but {len(labels)} labels")
+    if not labels:
+        raise ValueError("no predictions to score")
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+# -- ExplaGraphs and SceneGraphs ----------------------------------------------------------------------------------
+
+
+def explagraphs_correct(prediction: str, label: str) -> bool:
+    """The first class word in the prediction, lower-cased, equals the label."""
+    found = EXPLAGRAPHS_CLASSES.search(prediction.strip())
+    return found is not None and found.group().lower() == label
+
+
+def explagraphs_accuracy(predictions: Sequence[str], labels: Sequence[str]) -> float:
+    _check(predictions, labels)
+    return _mean([explagraphs_correct(p, y) for p, y in zip(predictions, labels)])
+
+
+def scenegraphs_accuracy(predictions: Sequence[str], labels: Sequence[str]) -> float:
+    """Share of predictions that contain their label (raw, case-sensitive substring)."""
+    _check(predictions, labels)
+    return _mean([y in p for p, y in zip(predictions, labels)])
+
+
+# -- WebQSP -------------------------------------------------------------------------------------------------------
+
+
+def normalize(text: str) -> str:
+    """Lower-case, drop punctuation, replace the articles a/an/the by a space, collapse white space."""
+    text = "".join(char for char in text.lower() if char not in PUNCTUATION)
+    return " ".join(ARTICLES.sub(" ", text).split())
+
+
+def webqsp_scores(prediction: str, label: str) -> dict[str, float]:
+    """One sample's hit, accuracy, precision, recall and F1."""
+    lines = prediction.replace("|", "\n").split("\n")
+    golds = label.split("|")
+    joined = normalize(" ".join(lines))
+    matched = sum(normalize(gold) in joined for gold in golds)
+    precision, recall = matched / len(lines), matched / len(golds)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"hit": float(matched > 0), "accuracy": recall, "precision": precision, "recall": recall, "f1": f1}
+
+
+def webqsp_metrics(predictions: Sequence[str], labels: Sequence[str]) -> dict[str, float]:
+    """Mean hit, accuracy, precision, recall and F1 over the samples."""
+    _check(predictions, labels)
+    scores = [webqsp_scores(p, y) for p, y in zip(predictions, labels)]
+    return {key: _mean([s[key] for s in scores]) for key in scores[0]}
+
+
+def webqsp_hit(predictions: Sequence[str], labels: Sequence[str]) -> float:
+    return webqsp_metrics(predictions, labels)["hit"]
+
+
+# -- By dataset ---------------------------------------------------------------------------------------------------
+
+
+def metric_for(dataset_name: str) -> Metric:
+    """The headline metric of a dataset: accuracy, or Hit for WebQSP."""
+    if dataset_name == "explagraphs":
+        return explagraphs_accuracy
+    if dataset_name in SCENE_GRAPH_DATASETS:
+        return scenegraphs_accuracy
+    if dataset_name == "webqsp":
+        return webqsp_hit
+    raise ValueError(f"no metric for dataset {dataset_name!r}; known: explagraphs, webqsp, "
+                     f"{', '.join(SCENE_GRAPH_DATASETS)}")
+
+
+def per_family_accuracy(predictions: Sequence[str], labels: Sequence[str], families: Sequence[str],
+                        dataset_name: str) -> dict[str, float]:
+    """The dataset's metric within each question family, families in order of first appearance."""
+    _check(predictions, labels)
+    if len(families) != len(labels):
+        raise ValueError(f"{len(families)} families but {len(labels)} labels")
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, family in enumerate(families):
+        groups[family].append(i)
+    metric = metric_for(dataset_name)
+    return {family: metric([predictions[i] for i in idx], [labels[i] for i in idx]) for family, idx in groups.items()}
+
+
+# -- Prediction files ---------------------------------------------------------------------------------------------
+
+
+def write_predictions(path: str | Path, records: Sequence[dict]) -> Path:
+    """Write one JSON object per line, atomically."""
+    return atomic.write_text(path, "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records))
+
+
+def read_predictions(path: str | Path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
