@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
 
@@ -35,3 +36,101 @@ def dataset_histograms(per_graph: pd.DataFrame) -> plt.Figure:
             ax.set_ylabel(f"{name}\ngraphs" if c == 0 else "")
     fig.tight_layout()
     return fig
+
+
+def layout(graph, seed: int = 0) -> dict[int, tuple[float, float]]:
+    """A deterministic 2-D layout of the graph's nodes (Kamada-Kawai on each component, spring as a fallback)."""
+    import networkx as nx
+
+    g = nx.Graph()
+    g.add_nodes_from(range(graph.num_nodes))
+    g.add_edges_from((s, d) for s, d, _ in graph.edges if s != d)
+    if nx.is_connected(g) and graph.num_nodes > 2:
+        return nx.kamada_kawai_layout(g)
+    return nx.spring_layout(g, seed=seed, k=1.5 / max(1, graph.num_nodes) ** 0.5)
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _parallel_offsets(graph) -> np.ndarray:
+    """Curvature of each edge so that parallel edges between the same two nodes fan out (0 for a single edge)."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for j, (s, d, _) in enumerate(graph.edges):
+        groups.setdefault((min(s, d), max(s, d)), []).append(j)
+    rad = np.zeros(graph.num_edges)
+    for (lo, _), members in groups.items():
+        for k, j in enumerate(members):
+            bend = 0.4 * (k - (len(members) - 1) / 2)
+            rad[j] = bend if graph.edges[j][0] == lo else -bend
+    return rad
+
+
+def _bent_midpoint(a, b, rad: float) -> np.ndarray:
+    """Midpoint of matplotlib's arc3 curve from a to b with curvature `rad`."""
+    a, b = np.asarray(a), np.asarray(b)
+    mid, delta = (a + b) / 2, b - a
+    return mid + rad * np.array([delta[1], -delta[0]]) / 2
+
+
+def _cell_outline(cc, c: int, pos, rad: np.ndarray) -> list:
+    """Polygon of a 2-cell: its boundary vertices, with each edge's bend (so a digon shows as a lens)."""
+    nodes, edges, _, _ = cc.cell(c)
+    points = []
+    for i, edge in enumerate(edges):
+        a, b = pos[int(nodes[i])], pos[int(nodes[(i + 1) % len(nodes)])]
+        s = int(cc.edge_src[edge])
+        bend = rad[edge] if s == int(nodes[i]) else -rad[edge]
+        points += [np.asarray(a), _bent_midpoint(a, b, bend)]
+    return points
+
+
+def draw_complex(graph, cc, ax=None, pos=None, sub=None, title: str = "", label_width: int = 14,
+                 show_edge_labels: bool | None = None) -> plt.Axes:
+    """Draw a cell complex: 2-cells as translucent filled polygons (one colour each), spanning-tree edges solid,
+    the other edges dashed (parallel edges fan out), nodes with their (shortened) text.
+
+    With `sub` (a retrieval.Subcomplex) the retrieved cells are highlighted by dimension (nodes and edges in red,
+    retrieved 2-cells filled) and the rest is greyed out.
+    """
+    from matplotlib.patches import Polygon
+
+    ax = ax or plt.subplots(figsize=(6, 5))[1]
+    pos = pos or layout(graph)
+    rad = _parallel_offsets(graph)
+    palette = sns.color_palette("husl", max(1, cc.num_cells(2)))
+    picked_nodes = set(sub.nodes.tolist()) if sub is not None else set(range(graph.num_nodes))
+    picked_edges = set(sub.edges.tolist()) if sub is not None else set(range(graph.num_edges))
+    picked_cells = set(sub.cells2.tolist()) if sub is not None else set(range(cc.num_cells(2)))
+    for c in sorted(picked_cells):
+        ax.add_patch(Polygon(_cell_outline(cc, c, pos, rad), closed=True, alpha=0.28, color=palette[c],
+                             linewidth=0, zorder=0))
+    tree = cc.tree_mask if cc.tree_mask is not None else np.zeros(graph.num_edges, dtype=bool)
+    labels = show_edge_labels if show_edge_labels is not None else graph.num_edges <= 16
+    for j, (s, d, text) in enumerate(graph.edges):
+        if s == d:
+            continue
+        on = j in picked_edges
+        colour = ("#c0392b" if sub is not None else "#333333") if on else "#cccccc"
+        ax.annotate("", xy=pos[d], xytext=pos[s], zorder=1,
+                    arrowprops=dict(arrowstyle="-|>", color=colour, lw=2.0 if tree[j] else 1.0,
+                                    linestyle="-" if tree[j] else "--", shrinkA=9, shrinkB=9,
+                                    connectionstyle=f"arc3,rad={rad[j]:.3f}"))
+        if labels and on:
+            ax.text(*_bent_midpoint(pos[s], pos[d], rad[j]), _short(text, label_width), fontsize=6,
+                    color="#555555", ha="center", va="center", zorder=2)
+    for v in range(graph.num_nodes):
+        on = v in picked_nodes
+        face = ("#f5b7b1" if sub is not None else "#d6eaf8") if on else "#f2f2f2"
+        ax.text(*pos[v], _short(graph.nodes[v].split(";")[0], label_width), fontsize=7, ha="center",
+                va="center", zorder=3, color="black" if on else "#aaaaaa",
+                bbox=dict(boxstyle="round,pad=0.25", fc=face, ec="#888888" if on else "#dddddd", lw=0.6))
+    xy = np.array([pos[v] for v in range(graph.num_nodes)])
+    pad = 0.15 * max(np.ptp(xy[:, 0]), np.ptp(xy[:, 1]), 1e-3)
+    ax.set_xlim(xy[:, 0].min() - pad, xy[:, 0].max() + pad)
+    ax.set_ylim(xy[:, 1].min() - pad, xy[:, 1].max() + pad)
+    ax.set_title(title, fontsize=9)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return ax
