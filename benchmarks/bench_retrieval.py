@@ -26,7 +26,7 @@ from torch_geometric.llm.utils.backend_utils import retrieval_via_pcst
 
 from toporag_lib import pcst
 from toporag_lib.graph import TextualGraph
-from toporag_lib.prizes import cell_prizes, cosine, rank_prizes, top_k
+from toporag_lib.prizes import cell_prizes, rank_prizes, top_k, unit_cosine
 from toporag_lib.lifting import boundary_positions, lift
 from toporag_lib.retrieval import retrieve
 from toporag_lib.textualize import textualize_subcomplex
@@ -56,8 +56,8 @@ def median_ms(fn, repeats: int) -> float:
 
 
 def toporag_instance(cc, q):
-    node_p = rank_prizes(cosine(q, cc.z0), PARAMS["k0"])
-    edge_p = rank_prizes(cosine(q, cc.z1), PARAMS["k1"])
+    node_p = rank_prizes(unit_cosine(q, cc.unit_features(0)), PARAMS["k0"])
+    edge_p = rank_prizes(unit_cosine(q, cc.unit_features(1)), PARAMS["k1"])
     prizes2 = cell_prizes(node_p, edge_p, cc.cell_ptr, cc.cell_nodes, cc.cell_edges, PARAMS["c2"])
     best = top_k(prizes2, PARAMS["k2"])
     cells = best[prizes2[best] > 0]

@@ -149,7 +149,15 @@ class CellComplex:
         _check_features(self, node_emb, edge_emb)
         z2 = _cell_means(self.cell_ptr, self.cell_nodes, self.cell_edges, torch.cat([node_emb, edge_emb]),
                          self.num_nodes)
-        return replace(self, z0=node_emb, z1=edge_emb, z2=z2, _memo=self._memo)
+        topology = {k: v for k, v in self._memo.items() if not k.startswith("unit")}  # features changed
+        return replace(self, z0=node_emb, z1=edge_emb, z2=z2, _memo=topology)
+
+    def unit_features(self, dim: int) -> Tensor:
+        """Z0 or Z1 with rows scaled to unit length (float32), computed once: cosine similarity is then a matmul."""
+        z = (self.z0, self.z1)[_check_dim(dim, (0, 1))]
+        if z is None:
+            raise ValueError("the cell complex has no features: lift(graph, node_emb, edge_emb) first")
+        return self._cached(f"unit{dim}", lambda: torch.nn.functional.normalize(z.float(), dim=-1, eps=1e-8))
 
     def summary(self) -> dict:
         """Counts and cycle-length statistics, plus the lifting options."""

@@ -11,13 +11,10 @@ import torch
 GRETRIEVER_DECAY = 0.01  # G-Retriever's `c`: tied edge prizes decay by this factor
 
 
-def cosine(query: torch.Tensor | np.ndarray, features: torch.Tensor | np.ndarray) -> np.ndarray:
-    """Cosine similarity of one query vector to each row of `features` (torch's eps=1e-8 semantics)."""
-    q = torch.as_tensor(query, dtype=torch.float32).reshape(1, -1)
-    z = torch.as_tensor(features, dtype=torch.float32)
-    if z.shape[0] == 0:
-        return np.zeros(0, dtype=np.float32)
-    return torch.nn.functional.cosine_similarity(q, z, dim=-1).numpy()
+def unit_cosine(query: torch.Tensor | np.ndarray, unit_features: torch.Tensor) -> np.ndarray:
+    """Cosine similarity of `query` to rows already scaled to unit length (see `CellComplex.unit_features`)."""
+    q = torch.nn.functional.normalize(torch.as_tensor(query, dtype=torch.float32).reshape(-1), dim=0, eps=1e-8)
+    return (unit_features @ q).numpy()
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:

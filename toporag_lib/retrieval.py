@@ -27,7 +27,7 @@ from scipy.sparse import csgraph
 
 from toporag_lib import pcst
 from toporag_lib.lifting import CellComplex, boundary_positions, closure
-from toporag_lib.prizes import cell_prizes, cosine, gretriever_edge_prizes, rank_prizes, top_k
+from toporag_lib.prizes import cell_prizes, gretriever_edge_prizes, rank_prizes, top_k, unit_cosine
 
 METHODS = ("toporag", "gretriever", "shortest_path", "whole_graph", "khop")
 
@@ -83,8 +83,8 @@ def _edge_index(cc: CellComplex) -> np.ndarray:
 
 def _toporag(cc: CellComplex, q_emb, k0: int = 3, k1: int = 5, k2: int = 2, c2: float = 1.0,
              cost_e: float = 0.5) -> Subcomplex:
-    node_p = rank_prizes(cosine(q_emb, cc.z0), k0)
-    edge_p = rank_prizes(cosine(q_emb, cc.z1), k1)
+    node_p = rank_prizes(unit_cosine(q_emb, cc.unit_features(0)), k0)
+    edge_p = rank_prizes(unit_cosine(q_emb, cc.unit_features(1)), k1)
     cells, prizes2 = _empty(), np.empty(0, dtype=np.float32)
     if k2 > 0 and cc.num_cells(2):
         all_prizes = cell_prizes(node_p, edge_p, cc.cell_ptr, cc.cell_nodes, cc.cell_edges, c2)
@@ -104,8 +104,8 @@ def _toporag(cc: CellComplex, q_emb, k0: int = 3, k1: int = 5, k2: int = 2, c2: 
 def _gretriever(cc: CellComplex, q_emb, k0: int = 3, k1: int = 5, cost_e: float = 0.5, **_: Any) -> Subcomplex:
     if cc.num_cells(1) == 0:
         return Subcomplex(np.arange(cc.num_nodes), _empty(), _empty())
-    node_p = rank_prizes(cosine(q_emb, cc.z0), k0)
-    edge_p, cost = gretriever_edge_prizes(cosine(q_emb, cc.z1), k1, cost_e)
+    node_p = rank_prizes(unit_cosine(q_emb, cc.unit_features(0)), k0)
+    edge_p, cost = gretriever_edge_prizes(unit_cosine(q_emb, cc.unit_features(1)), k1, cost_e)
     sol = pcst.solve(cc.num_nodes, _edge_index(cc), node_p, edge_p, cost)
     return Subcomplex(sol.nodes, sol.edges, _empty())
 
@@ -124,7 +124,7 @@ def _first_edge_of_pair(cc: CellComplex) -> dict[tuple[int, int], int]:
 
 
 def _shortest_path(cc: CellComplex, q_emb, k0: int = 3, **_: Any) -> Subcomplex:
-    seeds = top_k(cosine(q_emb, cc.z0), k0)
+    seeds = top_k(unit_cosine(q_emb, cc.unit_features(0)), k0)
     if len(seeds) < 2 or cc.num_cells(1) == 0:
         return Subcomplex(seeds, _empty(), _empty())
     _, pred = csgraph.shortest_path(_skeleton(cc), unweighted=True, indices=seeds, return_predecessors=True)
@@ -145,7 +145,7 @@ def _whole_graph(cc: CellComplex, q_emb, **_: Any) -> Subcomplex:
 
 
 def _khop(cc: CellComplex, q_emb, k0: int = 3, hops: int = 1, **_: Any) -> Subcomplex:
-    seeds = top_k(cosine(q_emb, cc.z0), k0)
+    seeds = top_k(unit_cosine(q_emb, cc.unit_features(0)), k0)
     dist = csgraph.dijkstra(_skeleton(cc), unweighted=True, indices=seeds, limit=hops) if len(seeds) \
         else np.full((1, cc.num_nodes), np.inf)
     inside = np.isfinite(dist).any(axis=0)
