@@ -76,13 +76,18 @@ class TextualGraph:
 
 @dataclass(frozen=True)
 class QASample:
-    """One question about one graph. `meta` holds dataset-specific extras (a question family, answer entities)."""
+    """One question about one graph. `meta` holds dataset-specific extras: `query` (the raw question that retrieval
+    embeds, as G-Retriever does; defaults to `question`), a question family, answer nodes."""
 
     id: str
     question: str
     label: str
     graph: TextualGraph
     meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def query(self) -> str:
+        return self.meta.get("query", self.question)
 
 
 def nodes_frame(graph: TextualGraph, node_ids: list[int] | None = None) -> pd.DataFrame:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -39,15 +40,36 @@ def dataset_histograms(per_graph: pd.DataFrame) -> plt.Figure:
 
 
 def layout(graph, seed: int = 0) -> dict[int, tuple[float, float]]:
-    """A deterministic 2-D layout of the graph's nodes (Kamada-Kawai on each component, spring as a fallback)."""
+    """A deterministic 2-D layout: Kamada-Kawai per connected component, components side by side by size."""
     import networkx as nx
 
     g = nx.Graph()
     g.add_nodes_from(range(graph.num_nodes))
     g.add_edges_from((s, d) for s, d, _ in graph.edges if s != d)
-    if nx.is_connected(g) and graph.num_nodes > 2:
-        return nx.kamada_kawai_layout(g)
-    return nx.spring_layout(g, seed=seed, k=1.5 / max(1, graph.num_nodes) ** 0.5)
+    pos, left = {}, 0.0
+    for component in sorted(nx.connected_components(g), key=lambda c: (-len(c), min(c))):
+        part = g.subgraph(sorted(component))
+        coords = nx.kamada_kawai_layout(part) if len(part) > 2 else nx.spring_layout(part, seed=seed)
+        xy = np.array([coords[v] for v in part])
+        scale = np.sqrt(len(part))
+        xy = (xy - xy.min(0)) / max(np.ptp(xy, axis=0).max(), 1e-9) * scale
+        for v, (x, y) in zip(part, xy):
+            pos[v] = (left + x, y)
+        left += xy[:, 0].max() + 0.6
+    return pos
+
+
+BOX = re.compile(r"\(x,y,w,h\): \((-?\d+), (-?\d+), (-?\d+), (-?\d+)\)")
+
+
+def scene_layout(graph) -> dict[int, tuple[float, float]]:
+    """Scene-graph nodes placed at their bounding boxes' centres (image y points down); `layout` otherwise."""
+    boxes = [BOX.search(text) for text in graph.nodes]
+    if not all(boxes):
+        return layout(graph)
+    centres = {v: (int(m[1]) + int(m[3]) / 2, -(int(m[2]) + int(m[4]) / 2)) for v, m in enumerate(boxes)}
+    rng = np.random.default_rng(0)  # separate objects that share a centre
+    return {v: (x + rng.uniform(-3, 3), y + rng.uniform(-3, 3)) for v, (x, y) in centres.items()}
 
 
 def _short(text: str, width: int) -> str:
@@ -62,7 +84,7 @@ def _parallel_offsets(graph) -> np.ndarray:
     rad = np.zeros(graph.num_edges)
     for (lo, _), members in groups.items():
         for k, j in enumerate(members):
-            bend = 0.4 * (k - (len(members) - 1) / 2)
+            bend = 0.25 * (k - (len(members) - 1) / 2)
             rad[j] = bend if graph.edges[j][0] == lo else -bend
     return rad
 
@@ -134,3 +156,47 @@ def draw_complex(graph, cc, ax=None, pos=None, sub=None, title: str = "", label_
     ax.set_aspect("equal")
     ax.axis("off")
     return ax
+
+
+def cell_length_histograms(per_cell: pd.DataFrame, per_graph: pd.DataFrame) -> plt.Figure:
+    """Per dataset (rows): 2-cells per graph and 2-cell boundary lengths (columns), one colour per lifting variant."""
+    names = list(dict.fromkeys(per_graph.dataset))
+    fig, axes = plt.subplots(len(names), 2, figsize=(11, 2.6 * len(names)), squeeze=False)
+    for r, name in enumerate(names):
+        graphs = per_graph[per_graph.dataset == name]
+        cells = per_cell[per_cell.dataset == name]
+        first_variant = graphs[graphs.variant == graphs.variant.iloc[0]]  # the count is the same for every basis
+        sns.histplot(first_variant, x="cells2", discrete=first_variant.cells2.max() < 40, color="grey",
+                     ax=axes[r, 0])
+        if len(cells):
+            sns.histplot(cells, x="length", hue="variant", element="step", fill=False, discrete=True,
+                         stat="percent", common_norm=False, ax=axes[r, 1], legend=r == 0)
+        axes[r, 0].set_ylabel(f"{name}\ngraphs")
+        axes[r, 1].set_ylabel("% of 2-cells")
+        axes[r, 0].set_xlabel("2-cells per graph (the same under every basis)" if r == len(names) - 1 else "")
+        axes[r, 1].set_xlabel("2-cell length (boundary edges)" if r == len(names) - 1 else "")
+    fig.tight_layout()
+    return fig
+
+
+def coverage_grid(coverage: pd.DataFrame) -> plt.Figure:
+    """Answer coverage per question family (panels) against C2, one line per k2 for TopoRAG, baselines dashed."""
+    families = [f for f in ("attribute", "path", "loop") if f in set(coverage.family)]
+    fig, axes = plt.subplots(1, len(families), figsize=(4.6 * len(families), 3.6), sharey=True, squeeze=False)
+    ours = coverage[coverage.method == "TopoRAG"]
+    baselines = coverage[coverage.method != "TopoRAG"]
+    for ax, family in zip(axes[0], families):
+        part = ours[ours.family == family]
+        sns.lineplot(part, x="c2", y="covers_answer", hue="k2", marker="o", palette="viridis", ax=ax,
+                     legend=family == families[0])
+        for k, (name, row) in enumerate(baselines[baselines.family == family].set_index("method").iterrows()):
+            ax.axhline(row.covers_answer, ls="--", lw=1, color=sns.color_palette("Set1")[k], label=name)
+        ax.set_title(f"{family} questions")
+        ax.set_xlabel("C2 (penalty per boundary edge)")
+        ax.set_ylabel("answer coverage")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if axes[0, 0].get_legend():
+        axes[0, 0].get_legend().remove()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), title="TopoRAG k2 / baselines")
+    fig.tight_layout()
+    return fig

@@ -64,3 +64,27 @@ def dataset_table(datasets: list[QADataset]) -> tuple[pd.DataFrame, pd.DataFrame
     per_graph = [per_graph_stats(ds) for ds in datasets]
     table = pd.DataFrame([summary_row(ds, pg) for ds, pg in zip(datasets, per_graph)])
     return table, pd.concat(per_graph, ignore_index=True)
+
+
+def lifting_stats(dataset: QADataset, variants: dict[str, dict], max_graphs: int | None = None
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Lift each distinct graph under each variant (name -> `lift` options).
+
+    Returns (one row per graph and variant: 2-cells, Betti number, extra parallel edges; one row per 2-cell and
+    variant: its boundary length).
+    """
+    from toporag_lib.lifting import lift
+    from toporag_lib.preprocess import distinct_graphs
+
+    representatives, _ = distinct_graphs(dataset)
+    graphs = [dataset[i].graph for i in representatives[:max_graphs]]
+    per_graph, per_cell = [], []
+    for name, options in variants.items():
+        for k, graph in enumerate(graphs):
+            cc = lift(graph, **options)
+            summary = cc.summary()
+            per_graph.append({"dataset": dataset.name, "variant": name, "graph": k, "cells2": cc.num_cells(2),
+                              "betti_1": summary["betti_1"], "parallel_extra": summary["num_parallel_extra"]})
+            per_cell.extend({"dataset": dataset.name, "variant": name, "length": int(length)}
+                            for length in cc.cell_lengths())
+    return pd.DataFrame(per_graph), pd.DataFrame(per_cell, columns=["dataset", "variant", "length"])

@@ -215,8 +215,9 @@ def split_image_ids(image_ids: Sequence[str], seed: int = SPLIT_SEED) -> dict[st
 # ---------------------------------------------------------------- dataset
 
 def question_meta(q: GQAQuestion, index: dict[str, int]) -> dict[str, Any]:
-    """A sample's meta: image id, full answer, GQA's question types, and the annotated objects as node indices."""
-    meta: dict[str, Any] = {"image_id": q.image_id, "full_answer": q.full_answer}
+    """A sample's meta: the raw question (the retrieval query), image id, full answer, GQA's question types, and the
+    annotated objects as node indices."""
+    meta: dict[str, Any] = {"query": q.question, "image_id": q.image_id, "full_answer": q.full_answer}
     if "types" in q.extra:
         meta["types"] = q.extra["types"]
     annotations = q.extra.get("annotations")

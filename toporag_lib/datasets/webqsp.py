@@ -70,7 +70,7 @@ def to_sample(record: dict[str, Any], where: str) -> QASample:
     answer_nodes = [i for i, name in enumerate(graph.nodes) if name in a_entities]
     return QASample(id=str(record["id"]), question=f"Question: {record['question']}\nAnswer: ",
                     label="|".join(answers).lower(), graph=graph,
-                    meta={"answers": answers, "q_entity": list(record["q_entity"]),
+                    meta={"query": str(record["question"]), "answers": answers, "q_entity": list(record["q_entity"]),
                           "a_entity": list(record["a_entity"]), "answer_nodes": answer_nodes})
 
 

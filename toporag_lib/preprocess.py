@@ -1,0 +1,76 @@
+"""Preprocessing shared by retrieval, training and the notebooks: embed every text once, lift every distinct graph
+once, retrieve a subcomplex per question.
+
+    prepared = prepare(dataset)                       # embeddings (disk-cached) + one CellComplex per graph
+    subs = retrieve_all(prepared, method="toporag", k0=3, k1=5, k2=2, c2=1.0)
+
+Questions about the same graph (one image, many questions) share its complex. All of this is topology and
+similarity work done before training, so a training step pays nothing for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from toporag_lib.datasets.base import QADataset
+from toporag_lib.embed import TextEncoder, embed_graphs
+from toporag_lib.graph import QASample
+from toporag_lib.lifting import CellComplex, lift
+from toporag_lib.retrieval import Subcomplex, retrieve
+from toporag_lib.stats import graph_key
+
+
+@dataclass
+class PreparedDataset:
+    """A dataset with its complexes (one per distinct graph) and question embeddings (one per sample)."""
+
+    dataset: QADataset
+    complexes: list[CellComplex]
+    graph_of: list[int]  # sample index -> index into `complexes`
+    queries: torch.Tensor  # [num_samples, dim]
+    lift_options: dict[str, Any]
+
+    def complex_of(self, i: int) -> CellComplex:
+        return self.complexes[self.graph_of[i]]
+
+    def sample(self, i: int) -> QASample:
+        return self.dataset[i]
+
+
+def distinct_graphs(dataset: QADataset) -> tuple[list[int], list[int]]:
+    """(sample index of each distinct graph's first question, distinct-graph index of every sample)."""
+    index_of: dict[str, int] = {}
+    representatives, graph_of = [], []
+    for i, sample in enumerate(dataset):
+        key = graph_key(sample.graph)
+        if key not in index_of:
+            index_of[key] = len(representatives)
+            representatives.append(i)
+        graph_of.append(index_of[key])
+    return representatives, graph_of
+
+
+def prepare(dataset: QADataset, encoder: TextEncoder | None = None, progress: bool = True,
+            **lift_options: Any) -> PreparedDataset:
+    """Embed all node, edge and query texts (cached on disk) and lift each distinct graph with `lift_options`."""
+    encoder = encoder or TextEncoder(progress=progress)
+    representatives, graph_of = distinct_graphs(dataset)
+    graphs = [dataset[i].graph for i in representatives]
+    features = embed_graphs(graphs, encoder)
+    complexes = [lift(g, nodes, edges, **lift_options)
+                 for g, (nodes, edges) in tqdm(list(zip(graphs, features)), desc=f"lifting {dataset.name}",
+                                               unit="graph", disable=not progress)]
+    queries = encoder.encode([s.query for s in dataset])
+    return PreparedDataset(dataset, complexes, graph_of, queries, dict(lift_options))
+
+
+def retrieve_all(prepared: PreparedDataset, method: str = "toporag", indices: list[int] | None = None,
+                 progress: bool = False, **params: Any) -> list[Subcomplex]:
+    """One subcomplex per sample (or per index in `indices`), retrieved with `method` and `params`."""
+    indices = range(len(prepared.dataset)) if indices is None else indices
+    return [retrieve(prepared.complex_of(i), prepared.queries[i], method, **params)
+            for i in tqdm(indices, desc=f"retrieving ({method})", unit="question", disable=not progress)]

@@ -1,0 +1,247 @@
+"""Multi-dimensional topological reasoning (paper section 4.3): a batch of (sub)complexes -> one vector each.
+
+`CellularEncoder` is the paper's two-stage network over a `ComplexData` batch (`toporag_lib.complex_batch`):
+
+| paper | code |
+|---|---|
+| initial states h^0 | `CellularEncoder.inputs`: one `Linear(in_dim, hidden_dim)` per dimension on x0, x1, x2 |
+| eq. 16, UPDATE^l for x in X0 u X1 | `SkeletonLayer`: `Update` = h + dropout(relu(W [h; m_F; m_C])) |
+| eq. 17, m_F and m_C | `face_coface_messages`: mean of the faces' / cofaces' states, linear map inside `Update` |
+| eq. 18, UPDATE (stage 2, all cells) | `UpperLayer`: one more `Update` per dimension, adding m_up |
+| eq. 19, m_up | `UpperMessages`: mean over upper neighbours w of relu(W [h_w; h_coface]) (CW Networks' up message) |
+| eq. 20, POOL | `pool_cells`: mean over all 0-, 1- and 2-cells of each complex, then `Linear(hidden_dim, out_dim)` |
+
+Choices, where the paper leaves room:
+- Messages are linear in the sender, M(h_x, h_y) = W_type h_y: a linear term in the receiver h_x would merge
+  into the update, which already sees h_x. Linear maps commute with the mean, so states are averaged first and
+  `Update`'s single `Linear` over [h; m_1; ...] holds one weight block per message type.
+- AGG is the mean (zero when a cell has no such neighbours): no dependence on cycle length or degree scale.
+- Stage 1 (eq. 16) updates 0- and 1-cells only, synchronously from layer-l states; 2-cells keep h^0 until
+  stage 2, and reach the 1-cells as their cofaces.
+- Stage 2 is one layer (eq. 18 defines h^{L+1} once). Eq. 19 feeds the coface's *new* state h^{L+1}_{x u w},
+  so stage 2 runs top-down: 2-cells (faces: their boundary edges; they have no cofaces or upper neighbours),
+  then 1-cells (faces, cofaces, and edges sharing a 2-cell), then 0-cells (cofaces, and nodes sharing an
+  edge); every message reads layer-L states except the coface in m_up. Self-loops have no upper neighbours.
+
+Baselines over the 1-skeleton, behind the same `forward(batch) -> [num_graphs, out_dim]`: `GCNEncoder` (the
+paper's "w/o MTR" ablation), `GATEncoder` and `GraphTransformerEncoder` (G-Retriever's GNNs). Their graph is
+`node_adj_index` (both directions of every non-loop edge; self-loop 1-cells are not seen), with x1 of the edge
+as the edge feature where the layer takes one, and mean pooling over nodes.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch_geometric.data import Data
+from torch_geometric.nn import GATConv, GCNConv, TransformerConv
+from torch_geometric.utils import scatter
+
+__all__ = ["CellularEncoder", "GCNEncoder", "GATEncoder", "GraphTransformerEncoder", "ENCODERS", "build_encoder"]
+
+
+class Structure(NamedTuple):
+    """The index tensors and sizes of a `ComplexData` batch (or of a single complex)."""
+
+    node_edge: Tensor
+    edge_cell: Tensor
+    node_adj: Tensor
+    edge_adj: Tensor
+    batches: tuple[Tensor, Tensor, Tensor]
+    num_graphs: int
+
+    @classmethod
+    def of(cls, data: Data) -> Structure:
+        if data.batch is None:  # one complex, not batched
+            batches = tuple(torch.zeros(x.size(0), dtype=torch.long, device=x.device)
+                            for x in (data.x0, data.x1, data.x2))
+            num_graphs = 1
+        else:
+            batches, num_graphs = (data.batch, data.batch_1, data.batch_2), data.num_graphs
+        return cls(data.node_edge_index, data.edge_cell_index, data.node_adj_index, data.edge_adj_index,
+                   batches, num_graphs)
+
+
+def mean_at(values: Tensor, senders: Tensor, receivers: Tensor, size: int) -> Tensor:
+    """AGG: the mean of `values[senders]` at each receiver, zero for receivers without messages."""
+    return scatter(values[senders], receivers, dim=0, dim_size=size, reduce="mean")
+
+
+def face_coface_messages(h0: Tensor, h1: Tensor, h2: Tensor, s: Structure) -> tuple[Tensor, Tensor, Tensor]:
+    """Eq. 17 (before the linear map): m_C of 0-cells (their edges), m_F and m_C of 1-cells (nodes, 2-cells)."""
+    node, edge = s.node_edge
+    face_edge, cell = s.edge_cell
+    return (mean_at(h1, edge, node, h0.size(0)), mean_at(h0, node, edge, h1.size(0)),
+            mean_at(h2, cell, face_edge, h1.size(0)))
+
+
+def pool_cells(states: list[Tensor], batches: tuple[Tensor, ...], num_graphs: int) -> Tensor:
+    """Eq. 20: mean over all cells of each complex, whatever their dimension; empty dimensions add nothing."""
+    h, index = torch.cat(states), torch.cat(batches)
+    return scatter(h, index, dim=0, dim_size=num_graphs, reduce="mean")
+
+
+class Update(nn.Module):
+    """UPDATE(h, m_1, ..., m_k) = h + dropout(relu(W [h; m_1; ...; m_k] + b)): a residual step."""
+
+    def __init__(self, dim: int, num_messages: int, dropout: float) -> None:
+        super().__init__()
+        self.linear = nn.Linear((1 + num_messages) * dim, dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, h: Tensor, *messages: Tensor) -> Tensor:
+        return h + self.dropout(F.relu(self.linear(torch.cat([h, *messages], dim=-1))))
+
+
+class UpperMessages(nn.Module):
+    """Eq. 19: m_up(x) = mean over w upper-adjacent to x of relu(W [h_w; h_coface]) (CW Networks style)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(2 * dim, dim), nn.ReLU())
+
+    def forward(self, h: Tensor, h_coface: Tensor, adjacency: Tensor) -> Tensor:
+        receiver, sender, coface = adjacency
+        messages = self.mlp(torch.cat([h[sender], h_coface[coface]], dim=-1))
+        return scatter(messages, receiver, dim=0, dim_size=h.size(0), reduce="mean")
+
+
+class SkeletonLayer(nn.Module):
+    """Stage 1, one layer (eq. 16-17): 0-cells from their cofaces, 1-cells from their faces and cofaces."""
+
+    def __init__(self, dim: int, dropout: float) -> None:
+        super().__init__()
+        self.node = Update(dim, 1, dropout)
+        self.edge = Update(dim, 2, dropout)
+
+    def forward(self, h0: Tensor, h1: Tensor, h2: Tensor, s: Structure) -> tuple[Tensor, Tensor]:
+        node_cofaces, edge_faces, edge_cofaces = face_coface_messages(h0, h1, h2, s)
+        return self.node(h0, node_cofaces), self.edge(h1, edge_faces, edge_cofaces)
+
+
+class UpperLayer(nn.Module):
+    """Stage 2 (eq. 18-19): every cell, top-down so that m_up sees the coface's new state h^{L+1}."""
+
+    def __init__(self, dim: int, dropout: float) -> None:
+        super().__init__()
+        self.cell = Update(dim, 1, dropout)
+        self.edge = Update(dim, 3, dropout)
+        self.node = Update(dim, 2, dropout)
+        self.edge_up = UpperMessages(dim)
+        self.node_up = UpperMessages(dim)
+
+    def forward(self, h0: Tensor, h1: Tensor, h2: Tensor, s: Structure) -> tuple[Tensor, Tensor, Tensor]:
+        face_edge, cell = s.edge_cell
+        node_cofaces, edge_faces, edge_cofaces = face_coface_messages(h0, h1, h2, s)
+        new2 = self.cell(h2, mean_at(h1, face_edge, cell, h2.size(0)))
+        new1 = self.edge(h1, edge_faces, edge_cofaces, self.edge_up(h1, new2, s.edge_adj))
+        new0 = self.node(h0, node_cofaces, self.node_up(h0, new1, s.node_adj))
+        return new0, new1, new2
+
+
+class CellularEncoder(nn.Module):
+    """TopoRAG's two-stage cellular message passing: `num_layers` stage-1 layers, one stage-2 layer, mean pool."""
+
+    def __init__(self, in_dim: int, hidden_dim: int, out_dim: int, num_layers: int = 2,
+                 dropout: float = 0.0) -> None:
+        super().__init__()
+        _check_layers(num_layers)
+        self.inputs = nn.ModuleList(nn.Linear(in_dim, hidden_dim) for _ in range(3))
+        self.stage1 = nn.ModuleList(SkeletonLayer(hidden_dim, dropout) for _ in range(num_layers))
+        self.stage2 = UpperLayer(hidden_dim, dropout)
+        self.head = nn.Linear(hidden_dim, out_dim)
+
+    def forward(self, batch: Data) -> Tensor:
+        """[num_graphs, out_dim] for a `ComplexData` batch with x0, x1 and x2."""
+        s = Structure.of(batch)
+        h0, h1, h2 = (proj(x) for proj, x in zip(self.inputs, (batch.x0, batch.x1, batch.x2)))
+        for layer in self.stage1:
+            h0, h1 = layer(h0, h1, h2, s)
+        h0, h1, h2 = self.stage2(h0, h1, h2, s)
+        return self.head(pool_cells([h0, h1, h2], s.batches, s.num_graphs))
+
+
+class SkeletonGNN(nn.Module):
+    """A baseline on the 1-skeleton: `num_layers` convolutions (relu and dropout between), node mean, Linear."""
+
+    uses_edge_features = True
+
+    def __init__(self, convs: list[nn.Module], hidden_dim: int, out_dim: int, dropout: float) -> None:
+        super().__init__()
+        self.convs = nn.ModuleList(convs)
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(hidden_dim, out_dim)
+
+    def forward(self, batch: Data) -> Tensor:
+        """[num_graphs, out_dim] for a `ComplexData` batch with x0 and x1."""
+        s = Structure.of(batch)
+        edge_index, edge_id = s.node_adj[:2], s.node_adj[2]
+        extra = {"edge_attr": batch.x1[edge_id]} if self.uses_edge_features else {}
+        h = batch.x0
+        for i, conv in enumerate(self.convs):
+            if i:
+                h = self.dropout(F.relu(h))
+            h = conv(h, edge_index, **extra)
+        return self.head(scatter(h, s.batches[0], dim=0, dim_size=s.num_graphs, reduce="mean"))
+
+
+class GCNEncoder(SkeletonGNN):
+    """GCN over the nodes (no edge features): the paper's "w/o MTR" ablation."""
+
+    uses_edge_features = False
+
+    def __init__(self, in_dim: int, hidden_dim: int, out_dim: int, num_layers: int = 2,
+                 dropout: float = 0.0) -> None:
+        dims = _layer_dims(in_dim, hidden_dim, num_layers)
+        super().__init__([GCNConv(a, b) for a, b in dims], hidden_dim, out_dim, dropout)
+
+
+class GATEncoder(SkeletonGNN):
+    """GAT with edge features, heads averaged (concat=False), as G-Retriever's "gat"."""
+
+    def __init__(self, in_dim: int, hidden_dim: int, out_dim: int, num_layers: int = 2, dropout: float = 0.0,
+                 heads: int = 4) -> None:
+        dims = _layer_dims(in_dim, hidden_dim, num_layers)
+        convs = [GATConv(a, b, heads=heads, concat=False, edge_dim=in_dim) for a, b in dims]
+        super().__init__(convs, hidden_dim, out_dim, dropout)
+
+
+class GraphTransformerEncoder(SkeletonGNN):
+    """TransformerConv with edge features, heads concatenated to hidden_dim: G-Retriever's default "gt"."""
+
+    def __init__(self, in_dim: int, hidden_dim: int, out_dim: int, num_layers: int = 2, dropout: float = 0.0,
+                 heads: int = 4) -> None:
+        if hidden_dim % heads:
+            raise ValueError(f"hidden_dim={hidden_dim} must be a multiple of heads={heads}")
+        dims = _layer_dims(in_dim, hidden_dim, num_layers)
+        convs = [TransformerConv(a, b // heads, heads=heads, edge_dim=in_dim) for a, b in dims]
+        super().__init__(convs, hidden_dim, out_dim, dropout)
+
+
+ENCODERS: dict[str, type[nn.Module]] = {
+    "cellular": CellularEncoder,
+    "gcn": GCNEncoder,
+    "gat": GATEncoder,
+    "gt": GraphTransformerEncoder,
+}
+
+
+def build_encoder(name: str, in_dim: int, hidden_dim: int, out_dim: int, num_layers: int = 2,
+                  dropout: float = 0.0, **options) -> nn.Module:
+    """The encoder called `name` ("cellular", "gcn", "gat", "gt"); `options` go to its class (e.g. heads)."""
+    if name not in ENCODERS:
+        raise ValueError(f"unknown encoder {name!r}: expected one of {sorted(ENCODERS)}")
+    return ENCODERS[name](in_dim, hidden_dim, out_dim, num_layers=num_layers, dropout=dropout, **options)
+
+
+def _layer_dims(in_dim: int, hidden_dim: int, num_layers: int) -> list[tuple[int, int]]:
+    _check_layers(num_layers)
+    return [(in_dim if i == 0 else hidden_dim, hidden_dim) for i in range(num_layers)]
+
+
+def _check_layers(num_layers: int) -> None:
+    if num_layers < 1:
+        raise ValueError(f"num_layers={num_layers}: expected at least 1")
