@@ -43,3 +43,13 @@ def test_textualize_subgraph_keeps_original_ids():
 def test_qasample_meta_defaults_to_empty():
     s = QASample("1", "q", "a", TextualGraph(["n"], []))
     assert s.meta == {}
+
+
+def test_take_keeps_each_samples_split():
+    from toporag_lib.datasets.base import QADataset
+
+    g = TextualGraph(["n"], [])
+    ds = QADataset("d", [QASample(str(i), "q", "a", g) for i in range(5)], {"train": [0, 1], "val": [2], "test": [3, 4]})
+    part = ds.take([4, 2, 0])
+    assert [s.id for s in part] == ["4", "2", "0"]
+    assert part.split == {"train": [2], "val": [1], "test": [0]}

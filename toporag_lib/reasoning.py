@@ -8,7 +8,7 @@
 | eq. 16, UPDATE^l for x in X0 u X1 | `SkeletonLayer`: `Update` = h + dropout(relu(W [h; m_F; m_C])) |
 | eq. 17, m_F and m_C | `face_coface_messages`: mean of the faces' / cofaces' states, linear map inside `Update` |
 | eq. 18, UPDATE (stage 2, all cells) | `UpperLayer`: one more `Update` per dimension, adding m_up |
-| eq. 19, m_up | `UpperMessages`: mean over upper neighbours w of relu(W [h_w; h_coface]) (CW Networks' up message) |
+| eq. 19, m_up | `UpperMessages`: mean over upper neighbours w of relu(W [h_w; h_coface] + b) (CW Networks' up message) |
 | eq. 20, POOL | `pool_cells`: mean over all 0-, 1- and 2-cells of each complex, then `Linear(hidden_dim, out_dim)` |
 
 Choices, where the paper leaves room:
@@ -97,15 +97,20 @@ class Update(nn.Module):
 
 
 class UpperMessages(nn.Module):
-    """Eq. 19: m_up(x) = mean over w upper-adjacent to x of relu(W [h_w; h_coface]) (CW Networks style)."""
+    """Eq. 19: m_up(x) = mean over w upper-adjacent to x of relu(W [h_w; h_coface] + b) (CW Networks style).
+
+    W [h_w; h_c] = W_w h_w + W_c h_c, so both maps run once per cell and only the sum is formed per pair:
+    the edge-edge adjacency has sum L(L-1) pairs over the 2-cells' lengths L, far more rows than there are cells.
+    """
 
     def __init__(self, dim: int) -> None:
         super().__init__()
-        self.mlp = nn.Sequential(nn.Linear(2 * dim, dim), nn.ReLU())
+        self.neighbour = nn.Linear(dim, dim)
+        self.coface = nn.Linear(dim, dim, bias=False)
 
     def forward(self, h: Tensor, h_coface: Tensor, adjacency: Tensor) -> Tensor:
         receiver, sender, coface = adjacency
-        messages = self.mlp(torch.cat([h[sender], h_coface[coface]], dim=-1))
+        messages = F.relu(self.neighbour(h)[sender] + self.coface(h_coface)[coface])
         return scatter(messages, receiver, dim=0, dim_size=h.size(0), reduce="mean")
 
 

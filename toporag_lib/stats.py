@@ -87,4 +87,5 @@ def lifting_stats(dataset: QADataset, variants: dict[str, dict], max_graphs: int
                               "betti_1": summary["betti_1"], "parallel_extra": summary["num_parallel_extra"]})
             per_cell.extend({"dataset": dataset.name, "variant": name, "length": int(length)}
                             for length in cc.cell_lengths())
-    return pd.DataFrame(per_graph), pd.DataFrame(per_cell, columns=["dataset", "variant", "length"])
+    cells = pd.DataFrame(per_cell, columns=["dataset", "variant", "length"]).astype({"length": "int64"})
+    return pd.DataFrame(per_graph), cells

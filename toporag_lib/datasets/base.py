@@ -63,6 +63,15 @@ class QADataset(Sequence):
     def subset(self, split: str) -> list[QASample]:
         return [self.samples[i] for i in self.split[split]]
 
+    def take(self, indices: Sequence[int]) -> QADataset:
+        """A dataset of the samples at `indices` (in that order), each keeping its split."""
+        split_of = {i: name for name, ids in self.split.items() for i in ids}
+        split: dict[str, list[int]] = {name: [] for name in self.split}
+        for new, old in enumerate(indices):
+            if old in split_of:
+                split[split_of[old]].append(new)
+        return QADataset(self.name, [self.samples[i] for i in indices], split, self.dropped, list(self.notes))
+
     def __repr__(self) -> str:
         sizes = ", ".join(f"{k}={len(v)}" for k, v in self.split.items())
         return f"QADataset({self.name!r}, {len(self)} samples; {sizes}; dropped={self.dropped})"
