@@ -63,7 +63,7 @@ def test_node_and_edge_text_as_g_retriever_on_a_hand_checked_image():
     assert g.edges[:5] == [(0, 4, "to the left of"), (0, 10, "to the right of"), (0, 3, "to the right of"),
                            (0, 9, "to the left of"), (0, 5, "on")]
     assert g.nodes[5] == "name: wall; attribute: white; (x,y,w,h): (2, 1, 111, 228)"
-    assert sample.meta == {"image_id": "2375429", "full_answer": "The pipe is on the wall.",
+    assert sample.meta == {"query": "What is on the white wall?", "image_id": "2375429", "full_answer": "The pipe is on the wall.",
                            "answer_nodes": [0], "question_nodes": [5]}
     first_row = '0,"name: pipe; attribute: white; (x,y,w,h): (104, 1, 17, 167)"'
     assert textualize(g).startswith(f"node_id,node_attr\n{first_row}\n")
@@ -90,7 +90,7 @@ def test_csv_and_json_questions_give_identical_samples(tmp_path):
     assert from_csv.split == from_json.split and from_csv.dropped == from_json.dropped == 5
     for a, b in zip(from_csv, from_json):
         assert (a.id, a.question, a.label, a.graph) == (b.id, b.question, b.label, b.graph)
-        assert a.meta == {k: b.meta[k] for k in ("image_id", "full_answer")}
+        assert a.meta == {k: b.meta[k] for k in ("query", "image_id", "full_answer")}
 
 
 def test_programs_adapter_reads_graphvqa_lists():
