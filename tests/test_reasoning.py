@@ -14,7 +14,6 @@ from toporag_lib.reasoning import ENCODERS, CellularEncoder, UpperMessages, buil
 
 IN, HIDDEN, OUT = 16, 32, 8
 NAMES = sorted(ENCODERS)
-BASELINES = [name for name in NAMES if name != "cellular"]
 
 
 def graph(num_nodes: int, pairs: list[tuple[int, int]]) -> TextualGraph:

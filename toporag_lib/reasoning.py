@@ -8,13 +8,14 @@
 | eq. 16, UPDATE^l for x in X0 u X1 | `SkeletonLayer`: `Update` = h + dropout(relu(W [h; m_F; m_C])) |
 | eq. 17, m_F and m_C | `face_coface_messages`: mean of the faces' / cofaces' states, linear map inside `Update` |
 | eq. 18, UPDATE (stage 2, all cells) | `UpperLayer`: one more `Update` per dimension, adding m_up |
-| eq. 19, m_up | `UpperMessages`: mean over upper neighbours w of relu(W [h_w; h_coface] + b) (CW Networks' up message) |
+| eq. 19, m_up | `UpperMessages`: mean over upper neighbours w of relu(W [h_w; h_coface] + b), as CW Networks |
 | eq. 20, POOL | `pool_cells`: mean over all 0-, 1- and 2-cells of each complex, then `Linear(hidden_dim, out_dim)` |
 
 Choices, where the paper leaves room:
-- Messages are linear in the sender, M(h_x, h_y) = W_type h_y: a linear term in the receiver h_x would merge
-  into the update, which already sees h_x. Linear maps commute with the mean, so states are averaged first and
-  `Update`'s single `Linear` over [h; m_1; ...] holds one weight block per message type.
+- Messages leave out the receiver h_x, which the update already sees: M_F and M_C are linear in the sender,
+  M(h_x, h_y) = W_type h_y, and M_up(h_x, h_w, h_c) = relu(W [h_w; h_c] + b), as CW Networks' up messages.
+  Linear maps commute with the mean, so face and coface states are averaged first and `Update`'s single
+  `Linear` over [h; m_1; ...] holds one weight block per message type.
 - AGG is the mean (zero when a cell has no such neighbours): no dependence on cycle length or degree scale.
 - Stage 1 (eq. 16) updates 0- and 1-cells only, synchronously from layer-l states; 2-cells keep h^0 until
   stage 2, and reach the 1-cells as their cofaces.
