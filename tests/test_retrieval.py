@@ -187,3 +187,11 @@ def test_dataset_defaults_follow_the_paper():
     assert retrieval_defaults("webqsp")["k0"] == 3 and retrieval_defaults("webqsp")["k1"] == 3
     assert retrieval_defaults("scenegraphs")["k1"] == 5
     assert retrieval_defaults("explagraphs")["method"] == "whole_graph"
+
+
+def test_kaping_takes_the_most_similar_triples():
+    graph = TextualGraph(list("abcd"), [(0, 1, "x"), (1, 2, "y"), (2, 3, "z")])
+    e = torch.eye(3, 4)
+    cc = lift(graph, torch.ones(4, 4), e)
+    sub = retrieve(cc, torch.tensor([0.0, 1.0, 0.9, 0.0]), "kaping", k1=2)
+    assert sub.edges.tolist() == [1, 2] and sub.nodes.tolist() == [1, 2, 3] and len(sub.cells2) == 0

@@ -45,10 +45,15 @@ def _mean(values: Sequence[float]) -> float:
 # -- ExplaGraphs and SceneGraphs ----------------------------------------------------------------------------------
 
 
+def explagraphs_class(prediction: str) -> str | None:
+    """The class word G-Retriever reads from a prediction: its first match, lower-cased (None without one)."""
+    found = EXPLAGRAPHS_CLASSES.search(prediction.strip())
+    return found.group().lower() if found else None
+
+
 def explagraphs_correct(prediction: str, label: str) -> bool:
     """The first class word in the prediction, lower-cased, equals the label."""
-    found = EXPLAGRAPHS_CLASSES.search(prediction.strip())
-    return found is not None and found.group().lower() == label
+    return explagraphs_class(prediction) == label
 
 
 def explagraphs_accuracy(predictions: Sequence[str], labels: Sequence[str]) -> float:

@@ -200,3 +200,25 @@ def coverage_grid(coverage: pd.DataFrame) -> plt.Figure:
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), title="TopoRAG k2 / baselines")
     fig.tight_layout()
     return fig
+
+
+def loss_curves(histories: dict[tuple[str, str], pd.DataFrame], smooth: int = 10) -> plt.Figure:
+    """One panel per dataset: training loss per step (rolling mean) per method; validation loss per epoch as dots."""
+    datasets = list(dict.fromkeys(name for name, _ in histories))
+    fig, axes = plt.subplots(1, max(1, len(datasets)), figsize=(6 * max(1, len(datasets)), 3.8), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        for k, ((name, method), history) in enumerate(h for h in histories.items() if h[0][0] == dataset):
+            steps = history[history.step.notna()].reset_index(drop=True)
+            if steps.empty:
+                continue
+            colour = sns.color_palette()[k % 10]
+            ax.plot(steps.index + 1, steps.loss.rolling(smooth, min_periods=1).mean(), color=colour, label=method)
+            epochs = history[history.val_loss.notna()]
+            steps_per_epoch = len(steps) / max(1, len(epochs))
+            ax.scatter((epochs.epoch + 1) * steps_per_epoch, epochs.val_loss, color=colour, marker="o", s=30)
+        ax.set_title(f"{dataset}: training loss (line), validation loss (dots)")
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel("answer-token cross-entropy")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -11,6 +11,7 @@ Methods:
 - `shortest_path` (the paper's "w/o TSR"): the union of shortest paths between the top-k0 nodes, no 2-cells.
 - `whole_graph`: every cell (what G-Retriever does on ExplaGraphs).
 - `khop`: the `hops`-hop neighbourhood of the top-k0 nodes, with every cell whose boundary lies inside it.
+- `kaping`: the top-k1 triples (edges) by similarity and their end nodes, no search (KAPING's retrieval).
 
 The cell complex must carry features (`lift(graph, node_emb, edge_emb)` or `cc.with_features`).
 """
@@ -29,7 +30,7 @@ from toporag_lib import pcst
 from toporag_lib.lifting import CellComplex, boundary_positions, closure
 from toporag_lib.prizes import cell_prizes, gretriever_edge_prizes, rank_prizes, top_k, unit_cosine
 
-METHODS = ("toporag", "gretriever", "shortest_path", "whole_graph", "khop")
+METHODS = ("toporag", "gretriever", "shortest_path", "whole_graph", "khop", "kaping")
 
 # Per-dataset defaults: the paper's top-k (section 5.1; G-Retriever's cost_e); c2 and k2 are ours (swept in 03).
 DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -157,5 +158,9 @@ def _khop(cc: CellComplex, q_emb, k0: int = 3, hops: int = 1, **_: Any) -> Subco
     return Subcomplex(np.flatnonzero(inside), edges, np.flatnonzero(outside == 0))
 
 
+def _kaping(cc: CellComplex, q_emb, k1: int = 5, **_: Any) -> Subcomplex:
+    return Subcomplex(_empty(), top_k(unit_cosine(q_emb, cc.unit_features(1)), k1), _empty())
+
+
 RETRIEVERS = {"toporag": _toporag, "gretriever": _gretriever, "shortest_path": _shortest_path,
-              "whole_graph": _whole_graph, "khop": _khop}
+              "whole_graph": _whole_graph, "khop": _khop, "kaping": _kaping}

@@ -1,0 +1,103 @@
+"""Model and training loop on tiny models made in code: what learns, what is frozen, resuming, outputs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from tiny_models import CHATML, make_tiny_model
+from toporag_lib.model import ModelConfig
+from toporag_lib.train import TrainConfig, Trainer, parse_overrides, run
+
+
+@pytest.fixture(scope="module")
+def tiny_llm(tmp_path_factory):
+    return make_tiny_model(tmp_path_factory.mktemp("tiny_llm"), CHATML)
+
+
+def config(tiny_llm, tiny_encoder_path, **overrides) -> TrainConfig:
+    values = dict(dataset="synthetic_scenes", dataset_options={"num_images": 8, "questions_per_image": 2, "seed": 1},
+                  limits={"train": 6, "val": 2, "test": 2}, encoder_path=str(tiny_encoder_path),
+                  llm_path=str(tiny_llm), llm_dtype="float32", epochs=2, batch_size=2, eval_batch_size=2,
+                  lr=1e-2, max_new_tokens=4, max_txt_len=48, max_grad_norm=1.0, checkpoint_every=1, patience=5,
+                  model=ModelConfig(encoder="cellular", hidden_dim=16, projector_hidden=32, num_layers=1))
+    values.update(overrides)
+    return TrainConfig(**values)
+
+
+def trainable_names(trainer: Trainer) -> set[str]:
+    return {name for name, p in trainer.model.named_parameters() if p.requires_grad}
+
+
+def test_prompt_tuning_trains_only_encoder_and_projector(tiny_llm, tiny_encoder_path, tmp_path):
+    trainer = Trainer(config(tiny_llm, tiny_encoder_path), tmp_path, progress=False)
+    names = trainable_names(trainer)
+    assert names and all(n.startswith(("encoder.", "projector.")) for n in names)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train(stop_after_steps=2)
+    after = dict(trainer.model.named_parameters())
+    changed = {n for n in before if not torch.equal(before[n], after[n].detach())}
+    assert changed == names  # every trainable weight moved, nothing else did
+
+
+def test_lora_adds_only_adapters(tiny_llm, tiny_encoder_path, tmp_path):
+    model = ModelConfig(encoder="cellular", hidden_dim=16, projector_hidden=32, num_layers=1, lora=True)
+    trainer = Trainer(config(tiny_llm, tiny_encoder_path, model=model), tmp_path, progress=False)
+    names = trainable_names(trainer)
+    assert any("lora_" in n for n in names)
+    assert all(n.startswith(("encoder.", "projector.")) or "lora_" in n for n in names)
+    assert len(trainer.optimizer.param_groups) == 2  # graph side and adapters, each with its own learning rate
+
+
+def test_loss_decreases_on_a_small_batch(tiny_llm, tiny_encoder_path, tmp_path):
+    cfg = config(tiny_llm, tiny_encoder_path, limits={"train": 2, "val": 2, "test": 2}, epochs=30, patience=100,
+                 warmup_ratio=0.0)
+    trainer = Trainer(cfg, tmp_path, progress=False)  # one batch of two questions, seen 30 times
+    trainer.train(stop_after_steps=30)
+    losses = [h["loss"] for h in trainer.state["history"] if h["loss"] is not None]
+    assert len(losses) == 30
+    assert sum(losses[-3:]) / 3 < 0.75 * losses[0]
+
+
+def test_a_killed_run_resumes_to_the_same_weights(tiny_llm, tiny_encoder_path, tmp_path):
+    model = ModelConfig(encoder="cellular", hidden_dim=16, projector_hidden=32, num_layers=1, dropout=0.2)
+    cfg = config(tiny_llm, tiny_encoder_path, model=model)
+    whole = Trainer(cfg, tmp_path / "whole", progress=False)
+    whole.train()
+    killed = Trainer(cfg, tmp_path / "killed", progress=False)
+    killed.train(stop_after_steps=4)  # mid-epoch 2 (3 steps per epoch): the process "dies" here
+    resumed = Trainer(cfg, tmp_path / "killed", progress=False)
+    assert resumed.resume() and resumed.state["epoch"] == 1 and resumed.state["step"] == 1
+    resumed.train()
+    expected, got = whole.model.trainable_state(), resumed.model.trainable_state()
+    assert expected.keys() == got.keys()
+    assert all(torch.equal(expected[k], got[k]) for k in expected)
+
+
+def test_run_writes_config_history_predictions_and_metrics(tiny_llm, tiny_encoder_path, tmp_path):
+    metrics = run(config(tiny_llm, tiny_encoder_path, epochs=1), tmp_path, progress=False)
+    assert metrics["n"] == 2 and 0.0 <= metrics["score"] <= 1.0
+    assert set(metrics["per_family"]) <= {"attribute", "path", "loop"}
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["model"]["encoder"] == "cellular" and saved["seed"] == 42
+    lines = (tmp_path / "predictions_test.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and {"pred", "label", "family"} <= set(json.loads(lines[0]))
+    assert (tmp_path / "history.csv").exists() and (tmp_path / "best.pt").exists()
+
+
+def test_inference_only_configuration(tiny_llm, tiny_encoder_path, tmp_path):
+    cfg = config(tiny_llm, tiny_encoder_path, train=False, model=ModelConfig(encoder=None))
+    metrics = run(cfg, tmp_path, progress=False)
+    assert metrics["epochs_run"] == 0 and metrics["n"] == 2
+
+
+def test_unknown_config_key_is_named():
+    with pytest.raises(ValueError, match="unknown config keys \\['epochz'\\]"):
+        TrainConfig.from_dict({"epochz": 3})
+
+
+def test_command_line_overrides():
+    assert parse_overrides(["epochs=1", "model.encoder=gat", "dataset=explagraphs", "limits.train=null"]) == {
+        "epochs": 1, "model": {"encoder": "gat"}, "dataset": "explagraphs", "limits": {"train": None}}

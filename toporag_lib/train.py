@@ -1,0 +1,318 @@
+"""Training and evaluation of TopoRAG and its baselines from one config.
+
+    python -m toporag_lib.train --config configs/explagraphs_toporag.json [--out runs/x] [--set epochs=1 ...]
+
+AdamW with linear warm-up and cosine decay, gradient clipping, early stopping on validation loss. Checkpoints hold
+the trainable weights only (plus optimizer, scheduler and random states) and are written atomically after every
+`checkpoint_every` steps: a run killed mid-epoch resumes where it stopped and ends with the same weights as an
+uninterrupted one. Each run writes, in its output folder: `config.json`, `history.csv` (loss per step, validation
+loss per epoch), `predictions.jsonl`, `metrics.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+from transformers import get_cosine_schedule_with_warmup
+
+from toporag_lib import atomic, evaluate
+from toporag_lib.datasets import load_dataset
+from toporag_lib.embed import TextEncoder
+from toporag_lib.examples import Example, build_examples, collate
+from toporag_lib.llm import load_llm
+from toporag_lib.model import ModelConfig, TopoRAGModel
+from toporag_lib.preprocess import prepare
+from toporag_lib.retrieval import retrieval_defaults
+
+DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
+
+
+@dataclass
+class TrainConfig:
+    """Everything a run depends on; saved beside its outputs."""
+
+    dataset: str = "explagraphs"
+    dataset_options: dict[str, Any] = field(default_factory=dict)
+    limits: dict[str, int | None] = field(default_factory=lambda: {"train": None, "val": None, "test": None})
+    retrieval: dict[str, Any] | None = None  # None: the dataset's defaults
+    lift: dict[str, Any] = field(default_factory=lambda: {"tree": "bfs"})
+    graph_text: bool = True
+    question_suffix: str = ""
+    encoder_path: str | None = None  # sentence encoder folder; None: bundled all-MiniLM-L6-v2
+    model: ModelConfig = field(default_factory=ModelConfig)
+    llm_path: str | None = None  # None: bundled SmolLM2-135M-Instruct
+    llm_dtype: str = "bfloat16"
+    device: str = "cpu"
+    epochs: int = 2
+    batch_size: int = 4
+    eval_batch_size: int = 8
+    lr: float = 1e-3
+    lora_lr: float = 1e-4
+    weight_decay: float = 0.05
+    warmup_ratio: float = 0.1
+    max_grad_norm: float = 0.1
+    patience: int = 2
+    max_txt_len: int = 512
+    max_new_tokens: int = 32
+    checkpoint_every: int = 50
+    seed: int = 42
+    train: bool = True  # False: inference only (zero-shot baselines)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(values) - known
+        if unknown:
+            raise ValueError(f"unknown config keys {sorted(unknown)}; known: {sorted(known)}")
+        values = dict(values)
+        if isinstance(values.get("model"), dict):
+            values["model"] = ModelConfig(**values["model"])
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def limited(indices: list[int], limit: int | None, seed: int) -> list[int]:
+    """A seeded random subset of `indices` of size `limit` (all of them when None), in the original order."""
+    if limit is None or limit >= len(indices):
+        return list(indices)
+    chosen = np.random.default_rng(seed).choice(len(indices), size=limit, replace=False)
+    return [indices[i] for i in sorted(chosen)]
+
+
+def make_examples(config: TrainConfig, progress: bool = True) -> tuple[dict[str, list[Example]], int]:
+    """Examples per split, and the feature width the encoder takes."""
+    dataset = load_dataset(config.dataset, **config.dataset_options)
+    splits = {name: limited(dataset.split[name], config.limits.get(name), config.seed) for name in dataset.split}
+    keep = sorted({i for ids in splits.values() for i in ids})
+    position = {old: new for new, old in enumerate(keep)}
+    prepared = prepare(dataset.take(keep), TextEncoder(config.encoder_path, progress=progress), progress=progress,
+                       **config.lift)
+    retrieval = config.retrieval or retrieval_defaults(config.dataset)
+    examples = {name: build_examples(prepared, [position[i] for i in ids], retrieval, config.graph_text,
+                                     config.question_suffix, progress=progress) for name, ids in splits.items()}
+    return examples, prepared.queries.shape[1]
+
+
+def batches(examples: list[Example], size: int):
+    for start in range(0, len(examples), size):
+        yield collate(examples[start:start + size])
+
+
+def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
+    return np.random.default_rng([seed, epoch]).permutation(n).tolist()
+
+
+@torch.no_grad()
+def validation_loss(model: TopoRAGModel, examples: list[Example], config: TrainConfig) -> float:
+    model.eval()
+    total, count = 0.0, 0
+    for batch in batches(examples, config.eval_batch_size):
+        losses = model.loss(batch, config.max_txt_len, reduction="none")
+        total += float(losses.sum())
+        count += len(batch)
+    return total / max(count, 1)
+
+
+def predict(model: TopoRAGModel, examples: list[Example], config: TrainConfig, progress: bool = True) -> list[dict]:
+    model.eval()
+    records = []
+    bar = tqdm(total=len(examples), desc="generating", unit="question", disable=not progress)
+    for start in range(0, len(examples), config.eval_batch_size):
+        chunk = examples[start:start + config.eval_batch_size]
+        outputs = model.generate(collate(chunk), config.max_txt_len, config.max_new_tokens)
+        records += [{"index": e.index, "question": e.question, "label": e.label, "pred": output, "family": e.family}
+                    for e, output in zip(chunk, outputs)]
+        bar.update(len(chunk))
+    bar.close()
+    return records
+
+
+class Trainer:
+    """One run: build, train with checkpoints and early stopping, evaluate the best weights on test."""
+
+    def __init__(self, config: TrainConfig, out_dir: str | Path, progress: bool = True):
+        self.config, self.out, self.progress = config, Path(out_dir), progress
+        self.out.mkdir(parents=True, exist_ok=True)
+        atomic.write_text(self.out / "config.json", json.dumps(config.to_dict(), indent=1))
+        seed_everything(config.seed)
+        self.examples, in_dim = make_examples(config, progress)
+        llm = load_llm(config.llm_path, dtype=DTYPES[config.llm_dtype], device=config.device)
+        seed_everything(config.seed)
+        self.model = TopoRAGModel(llm, in_dim, config.model)
+        self.steps_per_epoch = math.ceil(len(self.examples["train"]) / config.batch_size)
+        groups = self.model.parameter_groups(config.lr, config.lora_lr, config.weight_decay)
+        self.optimizer = torch.optim.AdamW(groups) if groups else None
+        total = self.steps_per_epoch * config.epochs
+        self.scheduler = (get_cosine_schedule_with_warmup(self.optimizer, int(config.warmup_ratio * total), total)
+                          if self.optimizer else None)
+        self.state = {"epoch": 0, "step": 0, "best_val": math.inf, "bad_epochs": 0, "history": [], "done": False}
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.out / "checkpoint.pt"
+
+    def save_checkpoint(self) -> None:
+        atomic.torch_save({"model": self.model.trainable_state(), "optimizer": self.optimizer.state_dict(),
+                           "scheduler": self.scheduler.state_dict(), "state": self.state,
+                           "rng": torch.get_rng_state()}, self.checkpoint_path)
+
+    def resume(self) -> bool:
+        """Load the last checkpoint if there is one; True when it did."""
+        if not self.checkpoint_path.exists():
+            return False
+        saved = torch.load(self.checkpoint_path, weights_only=False)
+        self.model.load_trainable_state(saved["model"])
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.scheduler.load_state_dict(saved["scheduler"])
+        self.state = saved["state"]
+        torch.set_rng_state(saved["rng"])
+        return True
+
+    def train(self, stop_after_steps: int | None = None) -> None:
+        """Train until done (or for `stop_after_steps` steps, leaving a checkpoint: a simulated kill)."""
+        config = self.config
+        if not config.train or self.optimizer is None or self.state["done"]:
+            return
+        taken = 0
+        while self.state["epoch"] < config.epochs:
+            epoch = self.state["epoch"]
+            order = epoch_order(len(self.examples["train"]), config.seed, epoch)
+            bar = tqdm(total=self.steps_per_epoch, initial=self.state["step"], desc=f"epoch {epoch + 1}",
+                       unit="step", disable=not self.progress)
+            self.model.train()
+            while self.state["step"] < self.steps_per_epoch:
+                step = self.state["step"]
+                batch = collate([self.examples["train"][i] for i in
+                                 order[step * config.batch_size:(step + 1) * config.batch_size]])
+                start = time.perf_counter()
+                loss = self.model.loss(batch, config.max_txt_len)
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_([p for g in self.optimizer.param_groups for p in g["params"]],
+                                               config.max_grad_norm)
+                self.optimizer.step()
+                self.scheduler.step()
+                seconds = time.perf_counter() - start
+                self.state["history"].append({"epoch": epoch, "step": step, "loss": loss.item(),
+                                              "seconds": seconds, "val_loss": None})
+                self.state["step"] += 1
+                taken += 1
+                bar.set_postfix(loss=f"{loss.item():.3f}", s_per_step=f"{seconds:.2f}")
+                bar.update(1)
+                if self.state["step"] % config.checkpoint_every == 0 or (stop_after_steps and taken >= stop_after_steps):
+                    self.save_checkpoint()
+                if stop_after_steps and taken >= stop_after_steps:
+                    bar.close()
+                    return
+            bar.close()
+            self.end_epoch()
+            if self.state["done"]:
+                break
+        self.state["done"] = True
+        self.save_checkpoint()
+
+    def end_epoch(self) -> None:
+        val = validation_loss(self.model, self.examples["val"], self.config) if self.examples["val"] else 0.0
+        self.state["history"].append({"epoch": self.state["epoch"], "step": None, "loss": None, "seconds": None,
+                                      "val_loss": val})
+        if val < self.state["best_val"]:
+            self.state["best_val"], self.state["bad_epochs"] = val, 0
+            atomic.torch_save(self.model.trainable_state(), self.out / "best.pt")
+        else:
+            self.state["bad_epochs"] += 1
+            self.state["done"] = self.state["bad_epochs"] >= self.config.patience
+        self.state["epoch"] += 1
+        self.state["step"] = 0
+        self.save_checkpoint()
+
+    def evaluate(self, split: str = "test") -> dict[str, Any]:
+        """Generate on `split` with the best weights; write predictions and metrics."""
+        if (self.out / "best.pt").exists():
+            self.model.load_trainable_state(torch.load(self.out / "best.pt", weights_only=True))
+        records = predict(self.model, self.examples[split], self.config, self.progress)
+        evaluate.write_predictions(self.out / f"predictions_{split}.jsonl", records)
+        preds, labels = [r["pred"] for r in records], [r["label"] for r in records]
+        metric = evaluate.metric_for(self.config.dataset)
+        metrics = {"dataset": self.config.dataset, "split": split, "n": len(records),
+                   "score": metric(preds, labels) if records else float("nan")}
+        families = [r["family"] for r in records]
+        if any(families):
+            metrics["per_family"] = evaluate.per_family_accuracy(preds, labels, families, self.config.dataset)
+        train_steps = [h for h in self.state["history"] if h["step"] is not None]
+        if train_steps:
+            metrics["seconds_per_step"] = float(np.median([h["seconds"] for h in train_steps]))
+            metrics["minutes_per_epoch"] = metrics["seconds_per_step"] * self.steps_per_epoch / 60
+        metrics["epochs_run"] = self.state["epoch"]
+        metrics["best_val_loss"] = self.state["best_val"] if math.isfinite(self.state["best_val"]) else None
+        atomic.write_text(self.out / f"metrics_{split}.json", json.dumps(metrics, indent=1))
+        pd.DataFrame(self.state["history"]).to_csv(self.out / "history.csv", index=False)
+        return metrics
+
+
+def run(config: TrainConfig, out_dir: str | Path, progress: bool = True) -> dict[str, Any]:
+    """Train (resuming if a checkpoint is there) and evaluate on test."""
+    trainer = Trainer(config, out_dir, progress)
+    if trainer.optimizer is not None:
+        trainer.resume()
+    trainer.train()
+    return trainer.evaluate("test")
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """`key=value` pairs (values parsed as JSON when they parse, else kept as strings); `model.x=...` nests."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, _, raw = pair.partition("=")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        target = out
+        *parents, leaf = key.split(".")
+        for parent in parents:
+            target = target.setdefault(parent, {})
+        target[leaf] = value
+    return out
+
+
+def merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in update.items():
+        merged[key] = merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) \
+            else value
+    return merged
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", required=True, help="a JSON file of TrainConfig fields")
+    parser.add_argument("--out", help="output folder (default: runs/<config file name>)")
+    parser.add_argument("--set", nargs="*", default=[], help="overrides, e.g. epochs=1 model.encoder=gat")
+    args = parser.parse_args(argv)
+    values = merge(json.loads(Path(args.config).read_text()), parse_overrides(args.set))
+    config = TrainConfig.from_dict(values)
+    out = args.out or Path("runs") / Path(args.config).stem
+    print(json.dumps(run(config, out), indent=1))
+
+
+if __name__ == "__main__":
+    main()
