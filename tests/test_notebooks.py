@@ -91,3 +91,19 @@ def test_03_retrieval_writes_table6_and_coverage(tmp_path, isolated_cache, tiny_
     assert {"TopoRAG", "G-Retriever", "whole graph"} <= set(coverage.method)
     assert (coverage[coverage.method == "whole graph"].covers_answer == 1.0).all()
     assert (results / "03_retrieval_examples.png").stat().st_size > 10_000
+
+
+def test_04_training_writes_results(tmp_path, isolated_cache, tiny_encoder_path):
+    from tiny_models import CHATML, make_tiny_model
+
+    llm = make_tiny_model(tmp_path / "tiny_llm", CHATML)
+    run_one("04_training.ipynb", {"datasets": ["synthetic_scenes", "explagraphs"], "methods": ["zero-shot", "TopoRAG"],
+                                  "limits": {"train": 4, "val": 2, "test": 4}, "synthetic_images": 6,
+                                  "llm_path": str(llm), "llm_dtype": "float32", "encoder_path": str(tiny_encoder_path),
+                                  "hidden_dim": 16, "batch_size": 2}, tmp_path)
+    results = isolated_cache / "results"
+    table = pd.read_csv(results / "04_training_results.csv")
+    assert len(table) == 4 and set(table.method) == {"zero-shot", "TopoRAG"}
+    assert table.score.between(0, 1).all()
+    assert (table[table.method == "zero-shot"].epochs_run == 0).all()
+    assert (results / "04_loss_curves.png").exists() and (results / "04_explagraphs_confusion.csv").exists()

@@ -36,6 +36,7 @@ from toporag_lib.preprocess import prepare
 from toporag_lib.retrieval import retrieval_defaults
 
 DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
+HISTORY_COLUMNS = ["epoch", "step", "loss", "seconds", "val_loss"]
 
 
 @dataclass
@@ -264,7 +265,7 @@ class Trainer:
         metrics["epochs_run"] = self.state["epoch"]
         metrics["best_val_loss"] = self.state["best_val"] if math.isfinite(self.state["best_val"]) else None
         atomic.write_text(self.out / f"metrics_{split}.json", json.dumps(metrics, indent=1))
-        pd.DataFrame(self.state["history"]).to_csv(self.out / "history.csv", index=False)
+        pd.DataFrame(self.state["history"], columns=HISTORY_COLUMNS).to_csv(self.out / "history.csv", index=False)
         return metrics
 
 
