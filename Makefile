@@ -32,8 +32,9 @@ reproduce: setup
 lab: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
 
+# Each benchmark prints ratios against a reference measured in the same run; one core for stable numbers.
 bench: setup
-	$(PY) benchmarks/run_all.py
+	@for script in benchmarks/bench_*.py; do echo "== $$script"; taskset -c 0 $(PY) $$script || exit 1; done
 
 clean-venv:
 	rm -rf $(VENV)

@@ -61,6 +61,11 @@ class TopoRAGModel(nn.Module):
                                            nn.Linear(config.projector_hidden, config.num_soft_tokens * hidden))
         self.virtual = (nn.Parameter(torch.randn(config.virtual_tokens, hidden) * 0.02)
                         if config.virtual_tokens else None)
+        for part in (self.encoder, self.projector):  # the graph side lives where the LLM does (fp32 weights)
+            if part is not None:
+                part.to(llm.device)
+        if self.virtual is not None:
+            self.virtual.data = self.virtual.data.to(llm.device)
 
     def soft_prompt(self, batch: ExampleBatch) -> Tensor | None:
         """[B, n, H] float32 soft tokens, or None when the configuration has none."""

@@ -1,27 +1,43 @@
 """Run profiles for `make reproduce`: parameter overrides per notebook.
 
 A notebook's own `parameters` cell holds the `cpu-quick` defaults (so a plain run is the quick run); a profile
-overrides some of them. Notebooks are named by their file stem, e.g. `01_datasets`.
+overrides some of them. Notebooks are named by their file stem, e.g. `01_datasets`. The `gpu-paper` profile takes
+the LLM folder from `TOPORAG_LLM` (e.g. a local Llama-2-7b-hf) and the sentence encoder folder from
+`TOPORAG_ENCODER` (e.g. all-roberta-large-v1); nothing is downloaded.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+FULL_SPLITS = {"train": None, "val": None, "test": None}
 
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # The default: every notebook on this kind of 2-core CPU with the bundled small models, subsets, one seed.
     "cpu-quick": {},
-    # Full splits and 3 seeds on the CPU.
+    # Full splits on the CPU (hours: an ExplaGraphs epoch with SmolLM2 takes about 17 minutes per method).
     "cpu-full": {
         "01_datasets": {"synthetic_images": 2000},
+        "03_retrieval": {"synthetic_images": 1000},
+        "04_training": {"limits": FULL_SPLITS, "synthetic_images": 1000, "epochs": 3,
+                        "methods": ["zero-shot", "G-Retriever", "G-Retriever + LoRA", "TopoRAG", "TopoRAG + LoRA"]},
     },
-    # The paper's hyperparameters on a GPU; set the LLM folder with TOPORAG_LLM or edit here.
+    # The paper's hyperparameters (section 5.1) on a GPU with a large LLM.
     "gpu-paper": {
         "01_datasets": {"synthetic_images": 2000},
+        "03_retrieval": {"synthetic_images": 1000, "encoder_path": os.environ.get("TOPORAG_ENCODER")},
+        "04_training": {"limits": FULL_SPLITS, "synthetic_images": 5000, "epochs": 10, "batch_size": 8, "lr": 1e-5,
+                        "lora_lr": 1e-5, "hidden_dim": 1024, "num_layers": 2, "device": "cuda",
+                        "llm_path": os.environ.get("TOPORAG_LLM"), "encoder_path": os.environ.get("TOPORAG_ENCODER"),
+                        "methods": ["zero-shot", "prompt tuning", "G-Retriever", "G-Retriever + LoRA", "TopoRAG",
+                                    "TopoRAG + LoRA"]},
     },
 }
 
 
 def notebook_parameters(profile: str, notebook: str) -> dict[str, Any]:
     """The parameters that `profile` passes to `notebook` (empty: the notebook's own defaults)."""
+    if profile == "gpu-paper" and not os.environ.get("TOPORAG_LLM") and notebook == "04_training":
+        raise ValueError("the gpu-paper profile needs TOPORAG_LLM=<a local Hugging Face causal-LM folder>")
     return dict(PROFILES[profile].get(notebook, {}))
