@@ -29,8 +29,9 @@ test-all: setup
 reproduce: setup
 	$(PY) -m toporag_lib.reproduce --profile $(PROFILE)
 
+# JupyterLab refuses to run as root unless told (containers and CI machines often are root).
 lab: setup
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 # Each benchmark prints ratios against a reference measured in the same run; one core for stable numbers.
 bench: setup
