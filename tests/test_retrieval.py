@@ -195,3 +195,19 @@ def test_kaping_takes_the_most_similar_triples():
     cc = lift(graph, torch.ones(4, 4), e)
     sub = retrieve(cc, torch.tensor([0.0, 1.0, 0.9, 0.0]), "kaping", k1=2)
     assert sub.edges.tolist() == [1, 2] and sub.nodes.tolist() == [1, 2, 3] and len(sub.cells2) == 0
+
+
+def test_prepare_with_cached_lifts_matches_plain_lifting(tiny_encoder_path, isolated_cache):
+    from toporag_lib.datasets import load_dataset
+    from toporag_lib.embed import TextEncoder
+    from toporag_lib.preprocess import prepare
+
+    dataset = load_dataset("synthetic_scenes", num_images=3, questions_per_image=2, seed=3)
+    encoder = TextEncoder(tiny_encoder_path, progress=False)
+    plain = prepare(dataset, encoder, progress=False, basis="minimum")
+    cached = prepare(dataset, encoder, progress=False, cache_lifts=True, basis="minimum")
+    again = prepare(dataset, encoder, progress=False, cache_lifts=True, basis="minimum")
+    assert len(list((isolated_cache / "cache" / "lifting").glob("*.npz"))) == len(plain.complexes) == 3
+    for a, b in zip(plain.complexes, again.complexes):
+        assert np.array_equal(a.cell_edges, b.cell_edges) and torch.equal(a.z2, b.z2)
+    assert plain.graph_of == cached.graph_of == [0, 0, 1, 1, 2, 2]

@@ -17,6 +17,7 @@ import torch
 from tqdm.auto import tqdm
 
 from toporag_lib.datasets.base import QADataset
+from toporag_lib.cache import lift_cached
 from toporag_lib.embed import TextEncoder, embed_graphs
 from toporag_lib.graph import QASample
 from toporag_lib.lifting import CellComplex, lift
@@ -55,13 +56,18 @@ def distinct_graphs(dataset: QADataset) -> tuple[list[int], list[int]]:
 
 
 def prepare(dataset: QADataset, encoder: TextEncoder | None = None, progress: bool = True,
-            **lift_options: Any) -> PreparedDataset:
-    """Embed all node, edge and query texts (cached on disk) and lift each distinct graph with `lift_options`."""
+            cache_lifts: bool = False, **lift_options: Any) -> PreparedDataset:
+    """Embed all node, edge and query texts (cached on disk) and lift each distinct graph with `lift_options`.
+
+    `cache_lifts` keeps each lifted complex on disk beside the embeddings (`cache.lift_cached`): worth it for slow
+    lifts (a minimum cycle basis, long DFS cycles); a default BFS lift is as fast as reading its file.
+    """
     encoder = encoder or TextEncoder(progress=progress)
     representatives, graph_of = distinct_graphs(dataset)
     graphs = [dataset[i].graph for i in representatives]
     features = embed_graphs(graphs, encoder)
-    complexes = [lift(g, nodes, edges, **lift_options)
+    lifter = lift_cached if cache_lifts else lift
+    complexes = [lifter(g, node_emb=nodes, edge_emb=edges, **lift_options)
                  for g, (nodes, edges) in tqdm(list(zip(graphs, features)), desc=f"lifting {dataset.name}",
                                                unit="graph", disable=not progress)]
     queries = encoder.encode([s.query for s in dataset])
