@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +89,16 @@ class QASample:
     @property
     def query(self) -> str:
         return self.meta.get("query", self.question)
+
+
+def graph_key(graph: TextualGraph) -> str:
+    """Content hash of a graph (node texts, edges), so that questions sharing one graph can share its work."""
+    digest = hashlib.sha1()
+    for node in graph.nodes:
+        digest.update(node.encode() + b"\0")
+    for src, dst, text in graph.edges:
+        digest.update(f"{src},{dst},{text}\0".encode())
+    return digest.hexdigest()
 
 
 def nodes_frame(graph: TextualGraph, node_ids: list[int] | None = None) -> pd.DataFrame:

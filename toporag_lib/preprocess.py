@@ -16,13 +16,12 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from toporag_lib.datasets.base import QADataset
 from toporag_lib.cache import lift_cached
+from toporag_lib.datasets.base import QADataset
 from toporag_lib.embed import TextEncoder, embed_graphs
 from toporag_lib.graph import QASample
 from toporag_lib.lifting import CellComplex, lift
 from toporag_lib.retrieval import Subcomplex, retrieve
-from toporag_lib.stats import graph_key
 
 
 @dataclass
@@ -42,19 +41,6 @@ class PreparedDataset:
         return self.dataset[i]
 
 
-def distinct_graphs(dataset: QADataset) -> tuple[list[int], list[int]]:
-    """(sample index of each distinct graph's first question, distinct-graph index of every sample)."""
-    index_of: dict[str, int] = {}
-    representatives, graph_of = [], []
-    for i, sample in enumerate(dataset):
-        key = graph_key(sample.graph)
-        if key not in index_of:
-            index_of[key] = len(representatives)
-            representatives.append(i)
-        graph_of.append(index_of[key])
-    return representatives, graph_of
-
-
 def prepare(dataset: QADataset, encoder: TextEncoder | None = None, progress: bool = True,
             cache_lifts: bool = False, **lift_options: Any) -> PreparedDataset:
     """Embed all node, edge and query texts (cached on disk) and lift each distinct graph with `lift_options`.
@@ -63,7 +49,7 @@ def prepare(dataset: QADataset, encoder: TextEncoder | None = None, progress: bo
     lifts (a minimum cycle basis, long DFS cycles); a default BFS lift is as fast as reading its file.
     """
     encoder = encoder or TextEncoder(progress=progress)
-    representatives, graph_of = distinct_graphs(dataset)
+    representatives, graph_of = dataset.distinct_graphs()
     graphs = [dataset[i].graph for i in representatives]
     features = embed_graphs(graphs, encoder)
     lifter = lift_cached if cache_lifts else lift

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import pandas as pd
 
 from toporag_lib.datasets.base import QADataset
-from toporag_lib.graph import TextualGraph
+from toporag_lib.lifting import lift
 
 # The paper's Table 4, for side-by-side comparison.
 PAPER_TABLE4 = {
@@ -17,25 +15,11 @@ PAPER_TABLE4 = {
 }
 
 
-def graph_key(graph: TextualGraph) -> str:
-    """Content hash of a graph, so that questions sharing one graph (one image) count it once."""
-    digest = hashlib.sha1()
-    for node in graph.nodes:
-        digest.update(node.encode() + b"\0")
-    for src, dst, text in graph.edges:
-        digest.update(f"{src},{dst},{text}\0".encode())
-    return digest.hexdigest()
-
-
 def per_graph_stats(dataset: QADataset) -> pd.DataFrame:
     """One row per distinct graph: nodes, edges, components, independent cycles (first Betti number)."""
-    rows, seen = [], set()
-    for sample in dataset:
-        key = graph_key(sample.graph)
-        if key in seen:
-            continue
-        seen.add(key)
-        g = sample.graph
+    rows = []
+    for i in dataset.distinct_graphs()[0]:
+        g = dataset[i].graph
         rows.append({"dataset": dataset.name, "nodes": g.num_nodes, "edges": g.num_edges,
                      "components": g.num_components(), "independent_cycles": g.num_independent_cycles()})
     return pd.DataFrame(rows, columns=["dataset", "nodes", "edges", "components", "independent_cycles"])
@@ -73,10 +57,7 @@ def lifting_stats(dataset: QADataset, variants: dict[str, dict], max_graphs: int
     Returns (one row per graph and variant: 2-cells, Betti number, extra parallel edges; one row per 2-cell and
     variant: its boundary length).
     """
-    from toporag_lib.lifting import lift
-    from toporag_lib.preprocess import distinct_graphs
-
-    representatives, _ = distinct_graphs(dataset)
+    representatives, _ = dataset.distinct_graphs()
     graphs = [dataset[i].graph for i in representatives[:max_graphs]]
     per_graph, per_cell = [], []
     for name, options in variants.items():

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toporag_lib.graph import QASample, TextualGraph
+from toporag_lib.graph import QASample, TextualGraph, graph_key
 
 SPLITS = ("train", "val", "test")
 
@@ -62,6 +62,18 @@ class QADataset(Sequence):
 
     def subset(self, split: str) -> list[QASample]:
         return [self.samples[i] for i in self.split[split]]
+
+    def distinct_graphs(self) -> tuple[list[int], list[int]]:
+        """(sample index of each distinct graph's first question, distinct-graph index of every sample)."""
+        index_of: dict[str, int] = {}
+        representatives, graph_of = [], []
+        for i, sample in enumerate(self.samples):
+            key = graph_key(sample.graph)
+            if key not in index_of:
+                index_of[key] = len(representatives)
+                representatives.append(i)
+            graph_of.append(index_of[key])
+        return representatives, graph_of
 
     def take(self, indices: Sequence[int]) -> QADataset:
         """A dataset of the samples at `indices` (in that order), each keeping its split."""
