@@ -293,13 +293,9 @@ class LLM(torch.nn.Module):
 
     # -- training and inference --------------------------------------------------------------------------------
 
-    def loss(self, soft_prompt: Tensor | None, graph_texts: Sequence[str], questions: Sequence[str],
-             answers: Sequence[str], max_txt_len: int = 512, max_answer_len: int = 32,
-             reduction: str = "mean") -> Tensor:
-        """Cross-entropy over the answer tokens (and end of turn), in float32.
-
-        reduction "mean": mean over all answer tokens of the batch; "none": each sample's mean, shape [B].
-        """
+    def token_losses(self, soft_prompt: Tensor | None, graph_texts: Sequence[str], questions: Sequence[str],
+                     answers: Sequence[str], max_txt_len: int = 512, max_answer_len: int = 32) -> tuple[Tensor, Tensor]:
+        """Float32 cross-entropy of each answer position ([B, A]) and a mask of the positions that count ([B, A])."""
         batch = self.build_batch(soft_prompt, graph_texts, questions, answers, max_txt_len, max_answer_len)
         keep = batch.answer_span + 1  # left padding puts every answer at the end: only these logits are needed
         out = self.model(inputs_embeds=batch.inputs_embeds, attention_mask=batch.attention_mask,
@@ -307,12 +303,22 @@ class LLM(torch.nn.Module):
         logits = out.logits[:, :-1].float()
         targets = batch.labels[:, -(keep - 1):]
         token_loss = F.cross_entropy(logits.transpose(1, 2), targets, ignore_index=IGNORE_INDEX, reduction="none")
-        counted = (targets != IGNORE_INDEX).float()
+        return token_loss, (targets != IGNORE_INDEX).float()
+
+    def loss(self, soft_prompt: Tensor | None, graph_texts: Sequence[str], questions: Sequence[str],
+             answers: Sequence[str], max_txt_len: int = 512, max_answer_len: int = 32,
+             reduction: str = "mean") -> Tensor:
+        """Cross-entropy over the answer tokens (and end of turn), in float32.
+
+        reduction "mean": mean over all answer tokens of the batch; "none": each sample's mean, shape [B].
+        """
+        if reduction not in ("mean", "none"):
+            raise ValueError(f"reduction must be 'mean' or 'none', not {reduction!r}")
+        token_loss, counted = self.token_losses(soft_prompt, graph_texts, questions, answers, max_txt_len,
+                                                max_answer_len)
         if reduction == "none":
             return token_loss.sum(1) / counted.sum(1)
-        if reduction == "mean":
-            return token_loss.sum() / counted.sum()
-        raise ValueError(f"reduction must be 'mean' or 'none', not {reduction!r}")
+        return token_loss.sum() / counted.sum()
 
     @torch.no_grad()
     def generate(self, soft_prompt: Tensor | None, graph_texts: Sequence[str], questions: Sequence[str],

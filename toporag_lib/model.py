@@ -82,6 +82,13 @@ class TopoRAGModel(nn.Module):
         return self.llm.loss(self.soft_prompt(batch), batch.texts, batch.questions, batch.labels,
                              max_txt_len=max_txt_len, max_answer_len=max_answer_len, reduction=reduction)
 
+    def loss_sum(self, batch: ExampleBatch, max_txt_len: int = 512, max_answer_len: int = 32) -> tuple[Tensor, Tensor]:
+        """(sum of the answer tokens' losses, number of answer tokens): what data-parallel training adds up."""
+        token_loss, counted = self.llm.token_losses(self.soft_prompt(batch), batch.texts, batch.questions,
+                                                    batch.labels, max_txt_len=max_txt_len,
+                                                    max_answer_len=max_answer_len)
+        return token_loss.sum(), counted.sum()
+
     @torch.no_grad()
     def generate(self, batch: ExampleBatch, max_txt_len: int = 512, max_new_tokens: int = 32) -> list[str]:
         return self.llm.generate(self.soft_prompt(batch), batch.texts, batch.questions, max_txt_len=max_txt_len,

@@ -1,6 +1,7 @@
 """Training and evaluation of TopoRAG and its baselines from one config.
 
     python -m toporag_lib.train --config configs/explagraphs_toporag.json [--out runs/x] [--set epochs=1 ...]
+    torchrun --nproc_per_node 2 -m toporag_lib.train --config ...   # data-parallel, see `distributed`
 
 AdamW with linear warm-up and cosine decay, gradient clipping, early stopping on validation loss. Checkpoints hold
 the trainable weights only (plus optimizer, scheduler and random states) and are written atomically after every
@@ -26,7 +27,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import get_cosine_schedule_with_warmup
 
-from toporag_lib import atomic, evaluate
+from toporag_lib import atomic, distributed, evaluate
 from toporag_lib.datasets import load_dataset
 from toporag_lib.embed import TextEncoder
 from toporag_lib.examples import Example, build_examples, collate
@@ -124,13 +125,15 @@ def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
 
 @torch.no_grad()
 def validation_loss(model: TopoRAGModel, examples: list[Example], config: TrainConfig) -> float:
+    """Mean over questions of each answer's mean token loss (each process takes its share, then they add up)."""
     model.eval()
     total, count = 0.0, 0
-    for batch in batches(examples, config.eval_batch_size):
+    for batch in batches(distributed.local_slice(examples), config.eval_batch_size):
         losses = model.loss(batch, config.max_txt_len, reduction="none")
         total += float(losses.sum())
         count += len(batch)
-    return total / max(count, 1)
+    summed = distributed.sum_across(torch.tensor([total, count], dtype=torch.float64))
+    return float(summed[0] / summed[1].clamp(min=1))
 
 
 def predict(model: TopoRAGModel, examples: list[Example], config: TrainConfig, progress: bool = True) -> list[dict]:
@@ -151,12 +154,16 @@ class Trainer:
     """One run: build, train with checkpoints and early stopping, evaluate the best weights on test."""
 
     def __init__(self, config: TrainConfig, out_dir: str | Path, progress: bool = True):
-        self.config, self.out, self.progress = config, Path(out_dir), progress
-        self.out.mkdir(parents=True, exist_ok=True)
-        atomic.write_text(self.out / "config.json", json.dumps(config.to_dict(), indent=1))
+        self.config, self.out = config, Path(out_dir)
+        self.device = distributed.init_from_env(config.device)
+        self.main = distributed.is_main()
+        self.progress = progress and self.main
+        if self.main:
+            self.out.mkdir(parents=True, exist_ok=True)
+            atomic.write_text(self.out / "config.json", json.dumps(config.to_dict(), indent=1))
         seed_everything(config.seed)
-        self.examples, in_dim = make_examples(config, progress)
-        llm = load_llm(config.llm_path, dtype=DTYPES[config.llm_dtype], device=config.device)
+        self.examples, in_dim = make_examples(config, self.progress)
+        llm = load_llm(config.llm_path, dtype=DTYPES[config.llm_dtype], device=self.device)
         seed_everything(config.seed)
         self.model = TopoRAGModel(llm, in_dim, config.model)
         self.steps_per_epoch = math.ceil(len(self.examples["train"]) / config.batch_size)
@@ -172,6 +179,8 @@ class Trainer:
         return self.out / "checkpoint.pt"
 
     def save_checkpoint(self) -> None:
+        if not self.main:
+            return
         atomic.torch_save({"model": self.model.trainable_state(), "optimizer": self.optimizer.state_dict(),
                            "scheduler": self.scheduler.state_dict(), "state": self.state,
                            "rng": torch.get_rng_state()}, self.checkpoint_path)
@@ -202,16 +211,8 @@ class Trainer:
             self.model.train()
             while self.state["step"] < self.steps_per_epoch:
                 step = self.state["step"]
-                batch = collate([self.examples["train"][i] for i in
-                                 order[step * config.batch_size:(step + 1) * config.batch_size]])
                 start = time.perf_counter()
-                loss = self.model.loss(batch, config.max_txt_len)
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_([p for g in self.optimizer.param_groups for p in g["params"]],
-                                               config.max_grad_norm)
-                self.optimizer.step()
-                self.scheduler.step()
+                loss = self.step(order[step * config.batch_size:(step + 1) * config.batch_size])
                 seconds = time.perf_counter() - start
                 self.state["history"].append({"epoch": epoch, "step": step, "loss": loss.item(),
                                               "seconds": seconds, "val_loss": None})
@@ -231,13 +232,30 @@ class Trainer:
         self.state["done"] = True
         self.save_checkpoint()
 
+    def step(self, global_batch: list[int]) -> torch.Tensor:
+        """One optimizer step on the global batch `global_batch` (this process takes its share); its mean loss."""
+        params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        self.optimizer.zero_grad(set_to_none=True)
+        mine = distributed.local_slice(global_batch)
+        total, count = (self.model.loss_sum(collate([self.examples["train"][i] for i in mine]),
+                                            self.config.max_txt_len)
+                        if mine else (torch.zeros((), requires_grad=True), torch.zeros(())))
+        tokens = distributed.sum_across(count.detach().clone())
+        (total / tokens).backward()
+        distributed.sum_gradients(params)
+        torch.nn.utils.clip_grad_norm_(params, self.config.max_grad_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        return distributed.sum_across(total.detach().clone()) / tokens
+
     def end_epoch(self) -> None:
         val = validation_loss(self.model, self.examples["val"], self.config) if self.examples["val"] else 0.0
         self.state["history"].append({"epoch": self.state["epoch"], "step": None, "loss": None, "seconds": None,
                                       "val_loss": val})
         if val < self.state["best_val"]:
             self.state["best_val"], self.state["bad_epochs"] = val, 0
-            atomic.torch_save(self.model.trainable_state(), self.out / "best.pt")
+            if self.main:
+                atomic.torch_save(self.model.trainable_state(), self.out / "best.pt")
         else:
             self.state["bad_epochs"] += 1
             self.state["done"] = self.state["bad_epochs"] >= self.config.patience
@@ -246,7 +264,11 @@ class Trainer:
         self.save_checkpoint()
 
     def evaluate(self, split: str = "test") -> dict[str, Any]:
-        """Generate on `split` with the best weights; write predictions and metrics."""
+        """Generate on `split` with the best weights; write predictions and metrics (process 0 only; the others
+        return {})."""
+        distributed.barrier()
+        if not self.main:
+            return {}
         if (self.out / "best.pt").exists():
             self.model.load_trainable_state(torch.load(self.out / "best.pt", weights_only=True))
         records = predict(self.model, self.examples[split], self.config, self.progress)
@@ -312,7 +334,10 @@ def main(argv: list[str] | None = None) -> None:
     values = merge(json.loads(Path(args.config).read_text()), parse_overrides(args.set))
     config = TrainConfig.from_dict(values)
     out = args.out or Path("runs") / Path(args.config).stem
-    print(json.dumps(run(config, out), indent=1))
+    metrics = run(config, out)
+    if distributed.is_main():
+        print(json.dumps(metrics, indent=1))
+    distributed.close()
 
 
 if __name__ == "__main__":
