@@ -12,62 +12,22 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gc
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
 
+from toporag_lib.efficiency import build_all, median_seconds, random_multigraph, simple_nx
 from toporag_lib.graph import TextualGraph
 from toporag_lib.lifting import CellComplex, lift
 
 EDGE_PAIR_LIMIT = 20_000_000
 
 
-def random_multigraph(num_nodes: int, num_edges: int, rng: np.random.Generator,
-                      connected: bool = True) -> TextualGraph:
-    """A random multigraph (self-loops and parallel edges allowed); when `connected`, it contains a random
-    recursive tree and the other edges are uniformly random; the edge order is shuffled."""
-    tree = [(int(rng.integers(i)), i) for i in range(1, num_nodes)] if connected else []
-    extra = [tuple(map(int, pair)) for pair in rng.integers(0, num_nodes, size=(num_edges - len(tree), 2))]
-    pairs = [(tree + extra)[i] for i in rng.permutation(num_edges)]
-    return TextualGraph([f"entity {i}" for i in range(num_nodes)], [(a, b, "relation") for a, b in pairs])
-
-
-def median_seconds(run: Callable[[], object], repeats: int) -> float:
-    """Median wall time of `run()`, with the garbage collector paused while timing (as timeit does)."""
-    times = []
-    for _ in range(repeats):
-        gc.disable()
-        try:
-            start = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - start)
-        finally:
-            gc.enable()
-    return float(np.median(times))
-
-
-def build_all(cc: CellComplex, with_edge_pairs: bool = True) -> CellComplex:
-    """Force B1, B2 and the index tensors (the edge-edge adjacency only when asked)."""
-    cc.boundary(1), cc.boundary(2), cc.incidence_index(1), cc.incidence_index(2), cc.upper_adjacency_index(0)
-    if with_edge_pairs:
-        cc.upper_adjacency_index(1)
-    return cc
-
-
 def edge_pairs(cc: CellComplex) -> int:
     lengths = cc.cell_lengths()
     return int((lengths * (lengths - 1)).sum())
-
-
-def simple_nx(graph: TextualGraph) -> nx.Graph:
-    simple = nx.Graph()
-    simple.add_nodes_from(range(graph.num_nodes))
-    simple.add_edges_from((s, d) for s, d, _ in graph.edges if s != d)
-    return simple
 
 
 def toponetx_lift() -> Callable[[nx.Graph], object] | None:

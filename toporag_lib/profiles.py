@@ -22,6 +22,8 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "03_retrieval": {"synthetic_images": 1000},
         "04_training": {"limits": FULL_SPLITS, "synthetic_images": 1000, "epochs": 3,
                         "methods": ["zero-shot", "G-Retriever", "G-Retriever + LoRA", "TopoRAG", "TopoRAG + LoRA"]},
+        "06_efficiency": {"warmup": 3, "steps": 30, "memory_steps": 3, "preprocess_questions": None, "repeats": 7,
+                          "queries": 10, "sizes": [10, 30, 100, 300, 1000, 1370, 3000, 10000, 30000]},
     },
     # The paper's hyperparameters (section 5.1) on a GPU with a large LLM.
     "gpu-paper": {
@@ -32,12 +34,18 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
                         "llm_path": os.environ.get("TOPORAG_LLM"), "encoder_path": os.environ.get("TOPORAG_ENCODER"),
                         "methods": ["zero-shot", "prompt tuning", "G-Retriever", "G-Retriever + LoRA", "TopoRAG",
                                     "TopoRAG + LoRA"]},
+        "06_efficiency": {"device": "cuda", "llm_path": os.environ.get("TOPORAG_LLM"),
+                          "encoder_path": os.environ.get("TOPORAG_ENCODER"), "batch_size": 8, "hidden_dim": 1024,
+                          "warmup": 3, "steps": 30, "memory_steps": 3, "preprocess_questions": None, "repeats": 7,
+                          "queries": 10, "feature_dim": 1024},
     },
 }
+
+NEEDS_LLM = ("04_training", "06_efficiency")  # notebooks that gpu-paper runs on TOPORAG_LLM
 
 
 def notebook_parameters(profile: str, notebook: str) -> dict[str, Any]:
     """The parameters that `profile` passes to `notebook` (empty: the notebook's own defaults)."""
-    if profile == "gpu-paper" and not os.environ.get("TOPORAG_LLM") and notebook == "04_training":
+    if profile == "gpu-paper" and not os.environ.get("TOPORAG_LLM") and notebook in NEEDS_LLM:
         raise ValueError("the gpu-paper profile needs TOPORAG_LLM=<a local Hugging Face causal-LM folder>")
     return dict(PROFILES[profile].get(notebook, {}))
