@@ -107,3 +107,31 @@ def test_04_training_writes_results(tmp_path, isolated_cache, tiny_encoder_path)
     assert table.score.between(0, 1).all()
     assert (table[table.method == "zero-shot"].epochs_run == 0).all()
     assert (results / "04_loss_curves.png").exists() and (results / "04_explagraphs_confusion.csv").exists()
+
+
+def test_05_ablations_writes_tables_and_figures(tmp_path, isolated_cache, tiny_encoder_path):
+    from tiny_models import CHATML, make_tiny_model
+
+    llm = make_tiny_model(tmp_path / "tiny_llm", CHATML)
+    run_one("05_ablations_sensitivity.ipynb",
+            {"synthetic_images": 10, "retrieval_images": 8, "limits": {"train": 4, "val": 2, "test": 4},
+             "seeds": [1, 2], "cycle_bases": ["BFS", "DFS"], "layer_values": [1, 2], "k2_values": [0, 2],
+             "llm_path": str(llm), "llm_dtype": "float32", "encoder_path": str(tiny_encoder_path), "hidden_dim": 16,
+             "batch_size": 2}, tmp_path)
+    results = isolated_cache / "results"
+    table2 = pd.read_csv(results / "05_table2_ablations.csv").set_index("variant")
+    assert list(table2.index) == ["TopoRAG", "w/o CRL (no 2-cells)", "w/o TSR (shortest path)", "w/o MTR (GCN)"]
+    assert (table2.runs == 2).all() and table2.score_std.notna().all() and table2.score.between(0, 1).all()
+    assert table2.loc["TopoRAG", "paper_explagraphs"] == pytest.approx(0.9151)
+    table5 = pd.read_csv(results / "05_table5_cycle_bases.csv").set_index("variant")
+    assert set(table5.index) == {"BFS", "DFS", "random", "minimum basis"}
+    assert table5.loc["minimum basis", "mean_2cell_length"] <= table5.loc["DFS", "mean_2cell_length"]
+    assert table5.loc[["BFS", "DFS"], "score"].notna().all() and table5.loc[["random"], "score"].isna().all()
+    sensitivity = pd.read_csv(results / "05_sensitivity.csv")
+    assert set(sensitivity.parameter) == {"L", "k2"}
+    coverage = sensitivity[sensitivity.measure == "answer coverage"].set_index("k2")
+    assert sorted(coverage.index) == [0, 1, 2, 3]
+    table6 = pd.read_csv(results / "05_table6_cells_per_dimension.csv")
+    assert list(table6.k) == [1, 2, 3] and (table6["2-cells"] <= table6.k).all()
+    for name in ("05_table2_ablations.png", "05_sensitivity.png"):
+        assert (results / name).stat().st_size > 10_000

@@ -9,7 +9,9 @@ method alike, so comparisons stay fair.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -37,33 +39,89 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+# Table 2 of the paper, as changes to TopoRAG: w/o CRL keeps the graph (no 2-cells are retrieved, so the cellular
+# network runs on nodes and edges only), w/o TSR retrieves shortest paths, w/o MTR encodes with a GCN.
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "TopoRAG": {},
+    "w/o CRL (no 2-cells)": {"retrieval": {"k2": 0}},
+    "w/o TSR (shortest path)": {"retrieval": {"method": "shortest_path"}},
+    "w/o MTR (GCN)": {"model": {"encoder": "gcn"}},
+}
+
+# Table 5: the spanning tree that picks the fundamental cycles, plus our minimum cycle basis.
+CYCLE_BASES: dict[str, dict[str, Any]] = {
+    "BFS": {"lift": {"tree": "bfs"}},
+    "DFS": {"lift": {"tree": "dfs"}},
+    "random": {"lift": {"tree": "random"}},
+    "minimum basis": {"lift": {"basis": "minimum"}},
+}
+
+
 def method_config(method: str, dataset: str, overrides: dict[str, Any] | None = None) -> TrainConfig:
-    """The TrainConfig of `method` on `dataset`, with `overrides` applied to it (and to every other method)."""
+    """The TrainConfig of `method` on `dataset`, with `overrides` applied to it (and to every other method).
+
+    Retrieval is the dataset's defaults, then the method's, then any `retrieval` in `overrides`.
+    """
     if method not in PRESETS:
         raise ValueError(f"unknown method {method!r}; known: {sorted(PRESETS)}")
     preset = PRESETS[method]
+    overrides = dict(overrides or {})
+    retrieval_overrides = overrides.pop("retrieval", {})
     values = merge({"dataset": dataset}, {k: v for k, v in preset.items() if k != "retrieval"})
-    values = merge(values, overrides or {})
+    values = merge(values, overrides)
     defaults = retrieval_defaults(dataset)
     if defaults["method"] == "whole_graph" and preset.get("retrieval", {}).get("method") != "kaping":
-        values["retrieval"] = defaults  # ExplaGraphs: whole graph for every graph method, as G-Retriever does
+        retrieval = dict(defaults)  # ExplaGraphs: whole graph for every graph method, as G-Retriever does
     else:
-        values["retrieval"] = {**defaults, **preset.get("retrieval", {})}
-    model = {**ModelConfig().to_dict(), **values.get("model", {})}
-    values["model"] = model
+        retrieval = {**defaults, **preset.get("retrieval", {})}
+    values["retrieval"] = {**retrieval, **retrieval_overrides}
+    values["model"] = {**ModelConfig().to_dict(), **values.get("model", {})}
     return TrainConfig.from_dict(values)
+
+
+def config_digest(config: TrainConfig) -> str:
+    return hashlib.sha1(json.dumps(config.to_dict(), sort_keys=True).encode()).hexdigest()[:10]
+
+
+def run_cached(config: TrainConfig, name: str, runs_dir: str | Path, progress: bool = True) -> dict[str, Any]:
+    """Train and evaluate `config` in `runs_dir/<dataset>/<name>-<config hash>`: a finished run with the same config
+    is read back (whichever notebook ran it), an interrupted one resumes. One flat row of metrics."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", name.replace("+", "plus")).strip("_")
+    out = Path(runs_dir) / config.dataset / f"{slug}-{config_digest(config)}"
+    done = out / "metrics_test.json"
+    metrics = json.loads(done.read_text()) if done.exists() else run(config, out, progress)
+    return {**{k: v for k, v in metrics.items() if k != "per_family"},
+            **{f"acc_{k}": v for k, v in metrics.get("per_family", {}).items()}, "run": str(out)}
 
 
 def run_methods(dataset: str, methods: list[str], runs_dir: str | Path, overrides: dict[str, Any] | None = None,
                 progress: bool = True) -> pd.DataFrame:
-    """Run each method (resuming finished or interrupted runs) and return one row of metrics per method."""
+    """Run each method (reusing finished runs, resuming interrupted ones); one row of metrics per method."""
+    return pd.DataFrame([{"method": method, **run_cached(method_config(method, dataset, overrides), method, runs_dir,
+                                                         progress)} for method in methods])
+
+
+def variant_config(method: str, dataset: str, change: dict[str, Any], overrides: dict[str, Any] | None = None,
+                   seed: int = 42) -> TrainConfig:
+    """`method`'s config with `overrides`, then the variant's `change`, then `seed`."""
+    return method_config(method, dataset, merge(merge(overrides or {}, change), {"seed": seed}))
+
+
+def run_variants(dataset: str, variants: dict[str, dict[str, Any]], runs_dir: str | Path,
+                 overrides: dict[str, Any] | None = None, seeds: list[int] | tuple[int, ...] = (42,),
+                 method: str = "TopoRAG", progress: bool = True) -> pd.DataFrame:
+    """Run `method` once per variant (a dict of config changes over `overrides`) and seed; one row per run."""
     rows = []
-    for method in methods:
-        config = method_config(method, dataset, overrides)
-        out = Path(runs_dir) / dataset / method.replace(" ", "_").replace("+", "plus")
-        done = out / "metrics_test.json"
-        same = done.exists() and json.loads((out / "config.json").read_text()) == config.to_dict()
-        metrics = json.loads(done.read_text()) if same else run(config, out, progress)
-        rows.append({"method": method, **{k: v for k, v in metrics.items() if k != "per_family"},
-                     **{f"acc_{k}": v for k, v in metrics.get("per_family", {}).items()}, "run": str(out)})
+    for name, change in variants.items():
+        for seed in seeds:
+            config = variant_config(method, dataset, change, overrides, seed)
+            rows.append({"variant": name, "seed": seed, **run_cached(config, f"{method} {name}", runs_dir, progress)})
     return pd.DataFrame(rows)
+
+
+def mean_and_std(table: pd.DataFrame, by: str = "variant") -> pd.DataFrame:
+    """Mean, standard deviation (over seeds; NaN with one seed) and number of runs of every score column."""
+    scores = [c for c in table if c == "score" or c.startswith("acc_")]
+    grouped = table.groupby(by, sort=False)[scores]
+    out = grouped.mean().join(grouped.std(), rsuffix="_std").join(grouped.size().rename("runs"))
+    return out.reset_index()

@@ -222,3 +222,42 @@ def loss_curves(histories: dict[tuple[str, str], pd.DataFrame], smooth: int = 10
         ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def variant_bars(summary: pd.DataFrame, title: str = "") -> plt.Figure:
+    """Accuracy per variant (groups) and score column (bars: overall, then per question family), with the standard
+    deviation over seeds as error bars. `summary` is `experiments.mean_and_std` output."""
+    columns = [c for c in summary if (c == "score" or c.startswith("acc_")) and not c.endswith("_std")]
+    fig, ax = plt.subplots(figsize=(1.6 + 1.1 * len(summary) * max(1, len(columns)) / 2, 3.8))
+    width = 0.8 / len(columns)
+    x = np.arange(len(summary))
+    for k, column in enumerate(columns):
+        errors = summary.get(f"{column}_std")
+        ax.bar(x + (k - (len(columns) - 1) / 2) * width, summary[column], width,
+               yerr=None if errors is None else errors.fillna(0), capsize=3,
+               label="all questions" if column == "score" else column.removeprefix("acc_"))
+    ax.set_xticks(x, summary.iloc[:, 0], rotation=15, ha="right")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1)
+    ax.set_title(title)
+    ax.legend(fontsize=8, ncols=len(columns))
+    fig.tight_layout()
+    return fig
+
+
+def sensitivity(panels: dict[str, tuple[pd.DataFrame, str]], ys: list[str]) -> plt.Figure:
+    """One panel per title in `panels` ((frame, x column)): each column of `ys` against x, with `<y>_std` as error
+    bars where the frame has it."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
+    for ax, (title, (frame, x)) in zip(axes[0], panels.items()):
+        for y in (c for c in ys if c in frame):
+            errors = frame.get(f"{y}_std")
+            ax.errorbar(frame[x], frame[y], yerr=None if errors is None else errors.fillna(0), marker="o",
+                        capsize=3, label="all questions" if y == "score" else y.removeprefix("acc_"))
+        ax.set_xlabel(x)
+        ax.set_xticks(sorted(frame[x].unique()))
+        ax.set_ylim(0, 1)
+        ax.set_title(title)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

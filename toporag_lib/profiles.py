@@ -12,16 +12,22 @@ import os
 from typing import Any
 
 FULL_SPLITS = {"train": None, "val": None, "test": None}
+SEEDS = [42, 43, 44]
 
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # The default: every notebook on this kind of 2-core CPU with the bundled small models, subsets, one seed.
     "cpu-quick": {},
-    # Full splits on the CPU (hours: an ExplaGraphs epoch with SmolLM2 takes about 17 minutes per method).
+    # Full splits for 04 (an ExplaGraphs epoch with SmolLM2 takes about 17 minutes per method), every variant of 05
+    # with three seeds on larger subsets: about a day on 2 cores.
     "cpu-full": {
         "01_datasets": {"synthetic_images": 2000},
         "03_retrieval": {"synthetic_images": 1000},
         "04_training": {"limits": FULL_SPLITS, "synthetic_images": 1000, "epochs": 3,
                         "methods": ["zero-shot", "G-Retriever", "G-Retriever + LoRA", "TopoRAG", "TopoRAG + LoRA"]},
+        "05_ablations_sensitivity": {"synthetic_images": 1000, "limits": {"train": 240, "val": 60, "test": 180},
+                                     "epochs": 2, "seeds": SEEDS, "retrieval_images": 300,
+                                     "cycle_bases": ["BFS", "DFS", "random", "minimum basis"],
+                                     "layer_values": [2, 3, 4, 5], "k2_values": [0, 1, 2, 3]},
         "06_efficiency": {"warmup": 3, "steps": 30, "memory_steps": 3, "preprocess_questions": None, "repeats": 7,
                           "queries": 10, "sizes": [10, 30, 100, 300, 1000, 1370, 3000, 10000, 30000]},
     },
@@ -34,6 +40,12 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
                         "llm_path": os.environ.get("TOPORAG_LLM"), "encoder_path": os.environ.get("TOPORAG_ENCODER"),
                         "methods": ["zero-shot", "prompt tuning", "G-Retriever", "G-Retriever + LoRA", "TopoRAG",
                                     "TopoRAG + LoRA"]},
+        "05_ablations_sensitivity": {"synthetic_images": 5000, "limits": FULL_SPLITS, "epochs": 10, "seeds": SEEDS,
+                                     "batch_size": 8, "lr": 1e-5, "lora_lr": 1e-5, "hidden_dim": 1024,
+                                     "device": "cuda", "llm_path": os.environ.get("TOPORAG_LLM"),
+                                     "encoder_path": os.environ.get("TOPORAG_ENCODER"), "retrieval_images": 1000,
+                                     "cycle_bases": ["BFS", "DFS", "random", "minimum basis"],
+                                     "layer_values": [2, 3, 4, 5], "k2_values": [0, 1, 2, 3]},
         "06_efficiency": {"device": "cuda", "llm_path": os.environ.get("TOPORAG_LLM"),
                           "encoder_path": os.environ.get("TOPORAG_ENCODER"), "batch_size": 8, "hidden_dim": 1024,
                           "warmup": 3, "steps": 30, "memory_steps": 3, "preprocess_questions": None, "repeats": 7,
@@ -41,11 +53,14 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     },
 }
 
-NEEDS_LLM = ("04_training", "06_efficiency")  # notebooks that gpu-paper runs on TOPORAG_LLM
+NEEDS_LLM = ("04_training", "05_ablations_sensitivity", "06_efficiency")  # notebooks that gpu-paper runs on TOPORAG_LLM
 
 
 def notebook_parameters(profile: str, notebook: str) -> dict[str, Any]:
     """The parameters that `profile` passes to `notebook` (empty: the notebook's own defaults)."""
     if profile == "gpu-paper" and not os.environ.get("TOPORAG_LLM") and notebook in NEEDS_LLM:
         raise ValueError("the gpu-paper profile needs TOPORAG_LLM=<a local Hugging Face causal-LM folder>")
-    return dict(PROFILES[profile].get(notebook, {}))
+    parameters = dict(PROFILES[profile].get(notebook, {}))
+    if notebook == "07_results":  # the summary labels its tables with the profile that produced them
+        parameters["profile"] = profile
+    return parameters
