@@ -68,10 +68,14 @@ def _label(setup: dict[str, Any], data: str) -> str:
     if not setup:
         return "_setup not recorded_"
     seeds = setup.get("seeds", [setup.get("seed")])
-    limits = setup.get("limits", {})
-    split = ", ".join(f"{k} {'all' if v is None else v}" for k, v in limits.items())
-    return (f"_Ours: {setup['llm']} ({setup.get('llm_dtype', '')}), {setup['hardware']}; {data}; questions per "
-            f"split: {split}; {setup.get('epochs')} epoch(s); seed(s) {seeds}; run {setup['written']}._")
+    parts = [f"{setup['llm']} ({setup.get('llm_dtype', '')}), {setup['hardware']}", data]
+    if setup.get("limits"):
+        parts.append("questions per split: " + ", ".join(f"{k} {'all' if v is None else v}"
+                                                         for k, v in setup["limits"].items()))
+    if setup.get("epochs"):
+        parts.append(f"{setup['epochs']} epoch(s)")
+    parts += [f"seed(s) {seeds}", f"run {setup['written']}"]
+    return "_Ours: " + "; ".join(parts) + "._"
 
 
 def table1(results: Path) -> str | None:
