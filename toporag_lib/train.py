@@ -38,6 +38,7 @@ from toporag_lib.retrieval import retrieval_defaults
 
 DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
 HISTORY_COLUMNS = ["epoch", "step", "loss", "seconds", "val_loss"]
+ENGINES = ("toporag", "pyg")
 
 
 @dataclass
@@ -70,6 +71,11 @@ class TrainConfig:
     checkpoint_every: int = 50
     seed: int = 42
     train: bool = True  # False: inference only (zero-shot baselines)
+    engine: str = "toporag"  # "pyg": PyTorch Geometric's GRetriever as an outside reference (see pyg_reference)
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"unknown engine {self.engine!r}; known: {list(ENGINES)}")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
@@ -83,7 +89,11 @@ class TrainConfig:
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """All fields; `engine` only when not "toporag", so configs (and run digests) from before it stay the same."""
+        values = asdict(self)
+        if values["engine"] == "toporag":
+            del values["engine"]
+        return values
 
 
 def seed_everything(seed: int) -> None:
@@ -293,6 +303,10 @@ class Trainer:
 
 def run(config: TrainConfig, out_dir: str | Path, progress: bool = True) -> dict[str, Any]:
     """Train (resuming if a checkpoint is there) and evaluate on test."""
+    if config.engine == "pyg":
+        from toporag_lib import pyg_reference  # imports this module
+
+        return pyg_reference.run(config, out_dir, progress)
     trainer = Trainer(config, out_dir, progress)
     if trainer.optimizer is not None:
         trainer.resume()
