@@ -103,7 +103,7 @@ def test_04_training_writes_results(tmp_path, isolated_cache, tiny_encoder_path)
                                   "hidden_dim": 16, "batch_size": 2}, tmp_path)
     results = isolated_cache / "results"
     table = pd.read_csv(results / "04_training_results.csv")
-    assert len(table) == 4 and set(table.method) == {"zero-shot", "TopoRAG"}
+    assert len(table) == 5 and set(table.method) == {"zero-shot", "TopoRAG", "G-Retriever (PyG)"}
     assert table.score.between(0, 1).all()
     assert (table[table.method == "zero-shot"].epochs_run == 0).all()
     assert (results / "04_loss_curves.png").exists() and (results / "04_explagraphs_confusion.csv").exists()
@@ -135,3 +135,9 @@ def test_05_ablations_writes_tables_and_figures(tmp_path, isolated_cache, tiny_e
     assert list(table6.k) == [1, 2, 3] and (table6["2-cells"] <= table6.k).all()
     for name in ("05_table2_ablations.png", "05_sensitivity.png"):
         assert (results / name).stat().st_size > 10_000
+
+
+def test_07_results_writes_the_readme_even_from_partial_results(tmp_path, isolated_cache):
+    run_one("07_results.ipynb", {"profile": "cpu-full"}, tmp_path)
+    text = (isolated_cache / "results" / "README.md").read_text()
+    assert "under the `cpu-full` profile" in text and text.count("_not produced in this run_") == 5
