@@ -89,11 +89,7 @@ class TrainConfig:
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        """All fields; `engine` only when not "toporag", so configs (and run digests) from before it stay the same."""
-        values = asdict(self)
-        if values["engine"] == "toporag":
-            del values["engine"]
-        return values
+        return asdict(self)
 
 
 def seed_everything(seed: int) -> None:
