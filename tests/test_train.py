@@ -101,3 +101,12 @@ def test_unknown_config_key_is_named():
 def test_command_line_overrides():
     assert parse_overrides(["epochs=1", "model.encoder=gat", "dataset=explagraphs", "limits.train=null"]) == {
         "epochs": 1, "model": {"encoder": "gat"}, "dataset": "explagraphs", "limits": {"train": None}}
+
+
+def test_constant_schedule_and_betas_reach_the_optimizer(tiny_llm, tiny_encoder_path, tmp_path):
+    cfg = config(tiny_llm, tiny_encoder_path, schedule="constant", adam_betas=[0.9, 0.95], warmup_ratio=0.0)
+    trainer = Trainer(cfg, tmp_path, progress=False)
+    trainer.train(stop_after_steps=3)
+    assert all(g["lr"] == cfg.lr and g["betas"] == (0.9, 0.95) for g in trainer.optimizer.param_groups)
+    with pytest.raises(ValueError, match="unknown schedule"):
+        TrainConfig(schedule="linear")

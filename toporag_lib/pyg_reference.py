@@ -2,8 +2,8 @@
 "G-Retriever" preset (`TrainConfig(engine="pyg")`, presets "G-Retriever (PyG)" and "G-Retriever (PyG) + LoRA").
 
 Same as `train.Trainer`: the `Example`s of `train.make_examples(config)` (questions, retrieved subgraph, its text,
-labels), AdamW with the graph side at `lr` and LoRA adapters at `lora_lr`, weight decay, linear warm-up and cosine
-decay, gradient clipping at `max_grad_norm`, the same epoch orders and seed, early stopping on validation loss,
+labels), AdamW with the graph side at `lr` and LoRA adapters at `lora_lr`, weight decay, betas, linear warm-up and
+the schedule (`train.make_optimizer`), gradient clipping at `max_grad_norm`, the same epoch orders and seed, early stopping on validation loss,
 `max_new_tokens`, and the output files (`config.json`, `history.csv`, `predictions_test.jsonl`,
 `metrics_test.json`). The graph text is cut to `max_txt_len` LLM tokens here, because PyG's chat-template path
 does not cut it (its `MAX_TXT_LEN` applies to the Llama-2 layout only).
@@ -50,13 +50,12 @@ from torch import Tensor
 from torch_geometric.llm.models import LLM, GRetriever
 from torch_geometric.nn.models import GAT
 from tqdm.auto import tqdm
-from transformers import get_cosine_schedule_with_warmup
 
 from toporag_lib import atomic, evaluate
 from toporag_lib.examples import Example, ExampleBatch, collate
 from toporag_lib.llm import bundled_model_dir, check_model_dir
 from toporag_lib.train import (DTYPES, HISTORY_COLUMNS, TrainConfig, batches, epoch_order, make_examples,
-                               seed_everything)
+                               make_optimizer, seed_everything)
 
 GAT_HEADS = 4  # PyG's examples/llm/g_retriever.py
 PYG_LORA = {"lora_r": 8, "lora_alpha": 16, "lora_dropout": 0.05}  # fixed inside GRetriever
@@ -143,9 +142,8 @@ class PygReference:
         tokenizer = self.model.llm.tokenizer
         self.examples = {split: truncated(exs, tokenizer, config.max_txt_len) for split, exs in examples.items()}
         self.steps_per_epoch = math.ceil(len(self.examples["train"]) / config.batch_size)
-        self.optimizer = torch.optim.AdamW(parameter_groups(self.model, config))
-        total = self.steps_per_epoch * config.epochs
-        self.scheduler = get_cosine_schedule_with_warmup(self.optimizer, int(config.warmup_ratio * total), total)
+        self.optimizer, self.scheduler = make_optimizer(parameter_groups(self.model, config), config,
+                                                        self.steps_per_epoch * config.epochs)
         self.history: list[dict] = []
         self.best_val, self.best_state, self.epochs_run = math.inf, None, 0
 

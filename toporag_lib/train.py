@@ -3,7 +3,7 @@
     python -m toporag_lib.train --config configs/explagraphs_toporag.json [--out runs/x] [--set epochs=1 ...]
     torchrun --nproc_per_node 2 -m toporag_lib.train --config ...   # data-parallel, see `distributed`
 
-AdamW with linear warm-up and cosine decay, gradient clipping, early stopping on validation loss. Checkpoints hold
+AdamW with linear warm-up and cosine decay (or a constant rate), gradient clipping, early stopping on validation loss. Checkpoints hold
 the trainable weights only (plus optimizer, scheduler and random states) and are written atomically after every
 `checkpoint_every` steps: a run killed mid-epoch resumes where it stopped and ends with the same weights as an
 uninterrupted one. Each run writes, in its output folder: `config.json`, `history.csv` (loss per step, validation
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 from tqdm.auto import tqdm
-from transformers import get_cosine_schedule_with_warmup
+from transformers import get_constant_schedule_with_warmup, get_cosine_schedule_with_warmup
 
 from toporag_lib import atomic, distributed, evaluate
 from toporag_lib.datasets import load_dataset
@@ -39,6 +39,7 @@ from toporag_lib.retrieval import retrieval_defaults
 DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
 HISTORY_COLUMNS = ["epoch", "step", "loss", "seconds", "val_loss"]
 ENGINES = ("toporag", "pyg")
+SCHEDULES = ("cosine", "constant")
 
 
 @dataclass
@@ -64,6 +65,8 @@ class TrainConfig:
     lora_lr: float = 1e-4
     weight_decay: float = 0.05
     warmup_ratio: float = 0.1
+    schedule: str = "cosine"  # after the warm-up: "cosine" decay to 0, or "constant" (PyG's example, first epoch)
+    adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # PyG's example: [0.9, 0.95]
     max_grad_norm: float = 0.1
     patience: int = 2
     max_txt_len: int = 512
@@ -76,6 +79,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise ValueError(f"unknown engine {self.engine!r}; known: {list(ENGINES)}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {self.schedule!r}; known: {list(SCHEDULES)}")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
@@ -123,6 +128,15 @@ def make_examples(config: TrainConfig, progress: bool = True) -> tuple[dict[str,
 def batches(examples: list[Example], size: int):
     for start in range(0, len(examples), size):
         yield collate(examples[start:start + size])
+
+
+def make_optimizer(groups: list[dict], config: TrainConfig, total_steps: int):
+    """AdamW over `groups` and its learning-rate schedule (linear warm-up, then cosine or constant)."""
+    optimizer = torch.optim.AdamW(groups, betas=tuple(config.adam_betas))
+    warmup = int(config.warmup_ratio * total_steps)
+    if config.schedule == "cosine":
+        return optimizer, get_cosine_schedule_with_warmup(optimizer, warmup, total_steps)
+    return optimizer, get_constant_schedule_with_warmup(optimizer, warmup)
 
 
 def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
@@ -174,10 +188,8 @@ class Trainer:
         self.model = TopoRAGModel(llm, in_dim, config.model)
         self.steps_per_epoch = math.ceil(len(self.examples["train"]) / config.batch_size)
         groups = self.model.parameter_groups(config.lr, config.lora_lr, config.weight_decay)
-        self.optimizer = torch.optim.AdamW(groups) if groups else None
-        total = self.steps_per_epoch * config.epochs
-        self.scheduler = (get_cosine_schedule_with_warmup(self.optimizer, int(config.warmup_ratio * total), total)
-                          if self.optimizer else None)
+        self.optimizer, self.scheduler = (make_optimizer(groups, config, self.steps_per_epoch * config.epochs)
+                                          if groups else (None, None))
         self.state = {"epoch": 0, "step": 0, "best_val": math.inf, "bad_epochs": 0, "history": [], "done": False}
 
     @property
