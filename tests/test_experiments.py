@@ -56,3 +56,23 @@ def test_mean_and_std_over_seeds():
     assert table.loc["a", "score"] == pytest.approx(0.3) and table.loc["a", "score_std"] == pytest.approx(0.1414, 1e-3)
     assert table.loc["a", "runs"] == 2 and pd.isna(table.loc["b", "score_std"])
     assert "n" not in table
+
+
+def test_a_finished_run_is_read_back_under_another_name(tmp_path, monkeypatch):
+    from toporag_lib import experiments
+
+    config = method_config("TopoRAG", "synthetic_scenes", {"epochs": 1})
+    calls = []
+
+    def fake_run(cfg, out, progress):
+        calls.append(out)
+        out.mkdir(parents=True)
+        (out / "metrics_test.json").write_text('{"score": 0.5, "per_family": {"loop": 1.0}}')
+        return {"score": 0.5, "per_family": {"loop": 1.0}}
+
+    monkeypatch.setattr(experiments, "run", fake_run)
+    first = experiments.run_cached(config, "TopoRAG", tmp_path)
+    again = experiments.run_cached(config, "TopoRAG TopoRAG", tmp_path)  # notebook 05's name for the same run
+    assert len(calls) == 1 and first == again and first["acc_loop"] == 1.0
+    experiments.run_cached(method_config("TopoRAG", "synthetic_scenes", {"epochs": 2}), "TopoRAG", tmp_path)
+    assert len(calls) == 2

@@ -87,10 +87,13 @@ def config_digest(config: TrainConfig) -> str:
 
 
 def run_cached(config: TrainConfig, name: str, runs_dir: str | Path, progress: bool = True) -> dict[str, Any]:
-    """Train and evaluate `config` in `runs_dir/<dataset>/<name>-<config hash>`: a finished run with the same config
-    is read back (whichever notebook ran it), an interrupted one resumes. One flat row of metrics."""
+    """Train and evaluate `config` in `runs_dir/<dataset>/<name>-<config hash>`: a run with the same config, under
+    any name (whichever notebook ran it), is read back when finished and resumed when interrupted. One flat row of
+    metrics."""
+    digest = config_digest(config)
     slug = re.sub(r"[^A-Za-z0-9]+", "_", name.replace("+", "plus")).strip("_")
-    out = Path(runs_dir) / config.dataset / f"{slug}-{config_digest(config)}"
+    same = sorted((Path(runs_dir) / config.dataset).glob(f"*-{digest}"))
+    out = same[0] if same else Path(runs_dir) / config.dataset / f"{slug}-{digest}"
     done = out / "metrics_test.json"
     metrics = json.loads(done.read_text()) if done.exists() else run(config, out, progress)
     return {**{k: v for k, v in metrics.items() if k != "per_family"},
