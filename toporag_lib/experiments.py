@@ -129,5 +129,5 @@ def mean_and_std(table: pd.DataFrame, by: str = "variant") -> pd.DataFrame:
     """Mean, standard deviation (over seeds; NaN with one seed) and number of runs of every score column."""
     scores = [c for c in table if c == "score" or c.startswith("acc_")]
     grouped = table.groupby(by, sort=False)[scores]
-    out = grouped.mean().join(grouped.std(), rsuffix="_std").join(grouped.size().rename("runs"))
+    out = pd.concat([grouped.mean(), grouped.std().add_suffix("_std"), grouped.size().rename("runs")], axis=1)
     return out.reset_index()
