@@ -38,7 +38,7 @@ from toporag_lib.lifting import CellComplex, lift
 from toporag_lib.retrieval import retrieve
 
 if TYPE_CHECKING:
-    from toporag_lib.examples import ExampleBatch
+    from toporag_lib.examples import Example
     from toporag_lib.model import TopoRAGModel
     from toporag_lib.train import TrainConfig
 
@@ -260,17 +260,14 @@ class StepRunner:
     config: TrainConfig
     model: TopoRAGModel
     optimizer: torch.optim.Optimizer
-    batches: list[ExampleBatch]
+    batches: list[list[Example]]
 
     def step(self, i: int) -> dict[str, float]:
         """Wall seconds, and CPU seconds of this process (all its threads: robust to other processes' load)."""
+        from toporag_lib.train import train_step
+
         start, cpu = time.perf_counter(), time.process_time()
-        loss = self.model.loss(self.batches[i], self.config.max_txt_len)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_([p for g in self.optimizer.param_groups for p in g["params"]],
-                                       self.config.max_grad_norm)
-        self.optimizer.step()
+        train_step(self.model, self.optimizer, self.batches[i], self.config)
         if self.config.device.startswith("cuda"):
             torch.cuda.synchronize()
         return {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu}
@@ -286,7 +283,6 @@ def step_overrides(batch_size: int, num_batches: int, **options: Any) -> dict[st
 
 def step_runners(methods: Sequence[str], dataset: str, overrides: dict[str, Any]) -> dict[str, StepRunner]:
     """A runner per method on the same questions; the LLM is loaded once and shared (it stays frozen)."""
-    from toporag_lib.examples import collate
     from toporag_lib.experiments import method_config
     from toporag_lib.llm import load_llm
     from toporag_lib.model import TopoRAGModel
@@ -302,7 +298,7 @@ def step_runners(methods: Sequence[str], dataset: str, overrides: dict[str, Any]
         seed_everything(config.seed)
         model = TopoRAGModel(llm, in_dim, config.model)
         optimizer = torch.optim.AdamW(model.parameter_groups(config.lr, config.lora_lr, config.weight_decay))
-        batches = [collate(splits["train"][i:i + size]) for i in range(0, len(splits["train"]), size)]
+        batches = [splits["train"][i:i + size] for i in range(0, len(splits["train"]), size)]
         runners[method] = StepRunner(method, config, model, optimizer, batches)
     return runners
 

@@ -139,6 +139,23 @@ def make_optimizer(groups: list[dict], config: TrainConfig, total_steps: int):
     return optimizer, get_constant_schedule_with_warmup(optimizer, warmup)
 
 
+def train_step(model: TopoRAGModel, optimizer: torch.optim.Optimizer, global_batch: list[Example],
+               config: TrainConfig) -> torch.Tensor:
+    """Loss, backward, gradient clipping and an optimizer step on `global_batch` (under torchrun this process takes
+    its share and gradients are summed across processes); the batch's mean answer-token loss."""
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    optimizer.zero_grad(set_to_none=True)
+    mine = distributed.local_slice(global_batch)
+    total, count = (model.loss_sum(collate(mine), config.max_txt_len) if mine
+                    else (torch.zeros((), requires_grad=True), torch.zeros(())))
+    tokens = distributed.sum_across(count.detach().clone())
+    (total / tokens).backward()
+    distributed.sum_gradients(params)
+    torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+    optimizer.step()
+    return distributed.sum_across(total.detach().clone()) / tokens
+
+
 def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
     return np.random.default_rng([seed, epoch]).permutation(n).tolist()
 
@@ -251,20 +268,10 @@ class Trainer:
         self.save_checkpoint()
 
     def step(self, global_batch: list[int]) -> torch.Tensor:
-        """One optimizer step on the global batch `global_batch` (this process takes its share); its mean loss."""
-        params = [p for g in self.optimizer.param_groups for p in g["params"]]
-        self.optimizer.zero_grad(set_to_none=True)
-        mine = distributed.local_slice(global_batch)
-        total, count = (self.model.loss_sum(collate([self.examples["train"][i] for i in mine]),
-                                            self.config.max_txt_len)
-                        if mine else (torch.zeros((), requires_grad=True), torch.zeros(())))
-        tokens = distributed.sum_across(count.detach().clone())
-        (total / tokens).backward()
-        distributed.sum_gradients(params)
-        torch.nn.utils.clip_grad_norm_(params, self.config.max_grad_norm)
-        self.optimizer.step()
+        """One optimizer and scheduler step on the training questions `global_batch`; its mean loss."""
+        loss = train_step(self.model, self.optimizer, [self.examples["train"][i] for i in global_batch], self.config)
         self.scheduler.step()
-        return distributed.sum_across(total.detach().clone()) / tokens
+        return loss
 
     def end_epoch(self) -> None:
         val = validation_loss(self.model, self.examples["val"], self.config) if self.examples["val"] else 0.0
