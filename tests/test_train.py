@@ -53,7 +53,7 @@ def test_lora_adds_only_adapters(tiny_llm, tiny_encoder_path, tmp_path):
 
 def test_loss_decreases_on_a_small_batch(tiny_llm, tiny_encoder_path, tmp_path):
     cfg = config(tiny_llm, tiny_encoder_path, limits={"train": 2, "val": 2, "test": 2}, epochs=30, patience=100,
-                 warmup_ratio=0.0)
+                 warmup_ratio=0.0, schedule="constant")  # cosine decays before this model leaves its plateau
     trainer = Trainer(cfg, tmp_path, progress=False)  # one batch of two questions, seen 30 times
     trainer.train(stop_after_steps=30)
     losses = [h["loss"] for h in trainer.state["history"] if h["loss"] is not None]
@@ -74,6 +74,31 @@ def test_a_killed_run_resumes_to_the_same_weights(tiny_llm, tiny_encoder_path, t
     expected, got = whole.model.trainable_state(), resumed.model.trainable_state()
     assert expected.keys() == got.keys()
     assert all(torch.equal(expected[k], got[k]) for k in expected)
+
+
+def test_a_finished_constant_rate_run_extends_to_the_weights_of_a_longer_run(tiny_llm, tiny_encoder_path, tmp_path):
+    cfg = config(tiny_llm, tiny_encoder_path, schedule="constant", warmup_ratio=0.0)
+    whole = Trainer(cfg, tmp_path / "whole", progress=False)
+    whole.train()
+    short = Trainer(config(tiny_llm, tiny_encoder_path, schedule="constant", warmup_ratio=0.0, epochs=1),
+                    tmp_path / "short", progress=False)
+    short.train()
+    assert short.state["done"] and short.state["epoch"] == 1
+    extended = Trainer(cfg, tmp_path / "short", progress=False)
+    assert extended.resume() and not extended.state["done"]
+    extended.train()
+    assert extended.state["epoch"] == 2
+    expected, got = whole.model.trainable_state(), extended.model.trainable_state()
+    assert all(torch.equal(expected[k], got[k]) for k in expected)
+
+
+def test_resuming_under_another_config_is_refused(tiny_llm, tiny_encoder_path, tmp_path):
+    Trainer(config(tiny_llm, tiny_encoder_path, epochs=1), tmp_path, progress=False).train(stop_after_steps=1)
+    with pytest.raises(ValueError, match=r"different config \(lr\)"):
+        Trainer(config(tiny_llm, tiny_encoder_path, epochs=1, lr=5e-3), tmp_path, progress=False)
+    with pytest.raises(ValueError, match="from 1 to 2 epochs"):  # cosine: more epochs reshape the schedule
+        Trainer(config(tiny_llm, tiny_encoder_path, epochs=2), tmp_path, progress=False)
+    assert json.loads((tmp_path / "config.json").read_text())["epochs"] == 1  # the folder still describes its run
 
 
 def test_run_writes_config_history_predictions_and_metrics(tiny_llm, tiny_encoder_path, tmp_path):

@@ -66,7 +66,7 @@ class TrainConfig:
     weight_decay: float = 0.05
     warmup_ratio: float = 0.1
     schedule: str = "cosine"  # after the warm-up: "cosine" decay to 0, or "constant" (PyG's example, first epoch)
-    adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # PyG's example: [0.9, 0.95]
+    adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.95])  # G-Retriever's and PyG's example's
     max_grad_norm: float = 0.1
     patience: int = 2
     max_txt_len: int = 512
@@ -187,6 +187,21 @@ def predict(model: TopoRAGModel, examples: list[Example], config: TrainConfig, p
     return records
 
 
+def check_resumable(saved: dict[str, Any], current: dict[str, Any], folder: Path) -> None:
+    """Refuse to resume a checkpoint made under another config. Only `epochs` may grow, and only under a constant
+    rate without warm-up, where the steps already taken had the rate an uninterrupted longer run gives them."""
+    changed = sorted(key for key in saved.keys() | current.keys() if saved.get(key) != current.get(key))
+    if not changed:
+        return
+    if changed != ["epochs"]:
+        raise ValueError(f"{folder} holds a checkpoint of a run with a different config ({', '.join(changed)}): "
+                         "use another output folder, or delete its checkpoint.pt to start over")
+    if current["epochs"] < saved["epochs"] or current["schedule"] != "constant" or current["warmup_ratio"] != 0:
+        raise ValueError(f"{folder}: going from {saved['epochs']} to {current['epochs']} epochs would change the "
+                         "learning rate of steps already taken; only a run with a constant rate and no warm-up can be "
+                         "extended")
+
+
 class Trainer:
     """One run: build, train with checkpoints and early stopping, evaluate the best weights on test."""
 
@@ -195,6 +210,8 @@ class Trainer:
         self.device = distributed.init_from_env(config.device)
         self.main = distributed.is_main()
         self.progress = progress and self.main
+        if self.checkpoint_path.exists() and (self.out / "config.json").exists():
+            check_resumable(json.loads((self.out / "config.json").read_text()), config.to_dict(), self.out)
         if self.main:
             self.out.mkdir(parents=True, exist_ok=True)
             atomic.write_text(self.out / "config.json", json.dumps(config.to_dict(), indent=1))
@@ -230,6 +247,9 @@ class Trainer:
         self.scheduler.load_state_dict(saved["scheduler"])
         self.state = saved["state"]
         torch.set_rng_state(saved["rng"])
+        stopped_early = self.state["bad_epochs"] >= self.config.patience
+        if self.state["done"] and not stopped_early and self.state["epoch"] < self.config.epochs:
+            self.state["done"] = False  # a finished run given more epochs (check_resumable allowed it)
         return True
 
     def train(self, stop_after_steps: int | None = None) -> None:
