@@ -7,7 +7,7 @@ has it. Nothing is downloaded.
 Texts are encoded one at a time by default: a batch is padded to its longest text, and a text encoded beside
 others comes out about 1e-7 away from the same text encoded alone, which is enough to flip near-tied retrievals. So
 batched vectors would depend on which texts happened to be missing from the cache together, and a run's numbers on
-how the cache was filled. One at a time, a vector depends only on its text (a cold cache fills 9x slower on this
+how the cache was filled. One at a time, a vector depends only on its text and the torch thread count (a cold cache fills 9x slower on this
 CPU: 77 s against 8 s for ExplaGraphs); `batch_size` trades that for speed, e.g. on a GPU, in a cache of its own.
 
 Cache layout: `<cache>/embeddings/<model id>-<layout>/shard-*.pt` (layout `single` or `batch<n>`), each shard a dict
@@ -147,14 +147,17 @@ class TextEncoder:
             return torch.empty(0, self.dim)
         return self.cache.get(keys)
 
+    def encode_uncached(self, texts: list[str]) -> torch.Tensor:
+        """The model's float32 vectors of `texts` on the CPU, one text at a time unless `batch_size` was given."""
+        return self.model.encode(texts, batch_size=self.batch_size or 1, convert_to_tensor=True,
+                                 show_progress_bar=False).cpu().to(torch.float32)
+
     def _encode_missing(self, keys: list[str], texts: list[str]) -> None:
         bar = tqdm(total=len(texts), desc=f"embedding ({self.model_path.name})", unit="text",
                    disable=not self.progress)
         for start in range(0, len(texts), ENCODE_CHUNK):
             chunk = texts[start:start + ENCODE_CHUNK]
-            emb = self.model.encode(chunk, batch_size=self.batch_size or 1, convert_to_tensor=True,
-                                    show_progress_bar=False)
-            self.cache.add(keys[start:start + ENCODE_CHUNK], emb.cpu())
+            self.cache.add(keys[start:start + ENCODE_CHUNK], self.encode_uncached(chunk))
             bar.update(len(chunk))
         bar.close()
 

@@ -264,8 +264,7 @@ class _ChunkEncoder:
         distinct = list(dict.fromkeys(texts))
         if not distinct:
             return torch.empty(0, self.encoder.dim)
-        vectors = self.encoder.model.encode(distinct, batch_size=self.encoder.batch_size, convert_to_tensor=True,
-                                            show_progress_bar=False).cpu().to(torch.float32)
+        vectors = self.encoder.encode_uncached(distinct)
         row = {text: i for i, text in enumerate(distinct)}
         return vectors[[row[t] for t in texts]]
 
