@@ -7,8 +7,9 @@ has it. Nothing is downloaded.
 Texts are encoded one at a time by default: a batch is padded to its longest text, and a text encoded beside
 others comes out about 1e-7 away from the same text encoded alone, which is enough to flip near-tied retrievals. So
 batched vectors would depend on which texts happened to be missing from the cache together, and a run's numbers on
-how the cache was filled. One at a time, a vector depends only on its text and the torch thread count (a cold cache fills 9x slower on this
-CPU: 77 s against 8 s for ExplaGraphs); `batch_size` trades that for speed, e.g. on a GPU, in a cache of its own.
+how the cache was filled. One at a time, a vector depends only on its text and the torch thread count (a cold
+cache fills 9x slower on this CPU: 77 s against 8 s for ExplaGraphs); `batch_size` trades that for speed, e.g. on a
+GPU, in a cache of its own.
 
 Cache layout: `<cache>/embeddings/<model id>-<layout>/shard-*.pt` (layout `single` or `batch<n>`), each shard a dict
 {"keys": [sha1 hex], "emb": float32 tensor}. A key is the SHA-1 of the text; the model id hashes the model folder's
@@ -110,7 +111,7 @@ class EmbeddingCache:
 
 
 class TextEncoder:
-    """Batched sentence encoder with a disk cache; the model itself loads only when a text is not cached."""
+    """Sentence encoder with a disk cache; the model itself loads only when a text is not cached."""
 
     def __init__(self, model_path: str | Path | None = None, *, device: str = "cpu", batch_size: int | None = None,
                  cache: str | Path | None = None, progress: bool = True):
