@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from tiny_models import CHATML, make_tiny_model
+from toporag_lib import evaluate, train
 from toporag_lib.model import ModelConfig
 from toporag_lib.train import TrainConfig, Trainer, parse_overrides, run
 
@@ -135,3 +136,38 @@ def test_constant_schedule_and_betas_reach_the_optimizer(tiny_llm, tiny_encoder_
     assert all(g["lr"] == cfg.lr and g["betas"] == (0.9, 0.95) for g in trainer.optimizer.param_groups)
     with pytest.raises(ValueError, match="unknown schedule"):
         TrainConfig(schedule="linear")
+
+
+def test_selection_by_validation_score_keeps_the_best_scoring_epoch(tiny_llm, tiny_encoder_path, tmp_path,
+                                                                   monkeypatch):
+    losses, scores = iter([0.9, 0.8, 0.7]), iter([0.2, 0.5, 0.3])  # by loss the last epoch would win
+    monkeypatch.setattr(train, "validation_loss", lambda *args: next(losses))
+    monkeypatch.setattr(train, "validation_score", lambda *args: next(scores))
+    trainer = Trainer(config(tiny_llm, tiny_encoder_path, epochs=3, select_by="val_score"), tmp_path, progress=False)
+    trainer.train()
+    assert trainer.state["best_epoch"] == 1 and trainer.state["bad_epochs"] == 1
+    best, last = torch.load(tmp_path / "best.pt", weights_only=True), trainer.model.trainable_state()
+    assert any(not torch.equal(best[k], last[k]) for k in best)  # the kept weights are not the last epoch's
+    metrics = trainer.evaluate("test")
+    assert metrics["selected_by"] == "val_score" and metrics["selected_epoch"] == 2
+    assert metrics["best_val_score"] == 0.5 and metrics["best_val_loss"] == 0.8
+    with pytest.raises(ValueError, match="unknown select_by"):
+        TrainConfig(select_by="val_accuracy")
+
+
+def test_validation_score_is_the_metric_of_greedy_answers(tiny_llm, tiny_encoder_path, tmp_path, monkeypatch):
+    trainer = Trainer(config(tiny_llm, tiny_encoder_path, limits={"train": 2, "val": 4, "test": 2}), tmp_path,
+                      progress=False)  # every other answer right
+    monkeypatch.setattr(trainer.model, "generate", lambda batch, *args: [
+        label if i % 2 == 0 else "no idea" for i, label in enumerate(batch.labels)])
+    assert train.validation_score(trainer.model, trainer.examples["val"], trainer.config) == 0.5
+
+
+def test_a_checkpoint_from_before_a_new_config_field_still_resumes(tiny_llm, tiny_encoder_path, tmp_path):
+    cfg = config(tiny_llm, tiny_encoder_path, epochs=1)
+    Trainer(cfg, tmp_path, progress=False).train(stop_after_steps=1)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    del saved["select_by"]  # as written by a version without this field (its default then)
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    resumed = Trainer(cfg, tmp_path, progress=False)
+    assert resumed.resume() and resumed.state["step"] == 1

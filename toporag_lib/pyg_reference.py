@@ -55,7 +55,7 @@ from toporag_lib import atomic, evaluate
 from toporag_lib.examples import Example, ExampleBatch, collate
 from toporag_lib.llm import bundled_model_dir, check_model_dir
 from toporag_lib.train import (DTYPES, HISTORY_COLUMNS, TrainConfig, batches, epoch_order, make_examples,
-                               make_optimizer, seed_everything)
+                               make_optimizer, seed_everything, selected_epoch_metrics, selection_criterion)
 
 GAT_HEADS = 4  # PyG's examples/llm/g_retriever.py
 PYG_LORA = {"lora_r": 8, "lora_alpha": 16, "lora_dropout": 0.05}  # fixed inside GRetriever
@@ -145,20 +145,24 @@ class PygReference:
         self.optimizer, self.scheduler = make_optimizer(parameter_groups(self.model, config), config,
                                                         self.steps_per_epoch * config.epochs)
         self.history: list[dict] = []
-        self.best_val, self.best_state, self.epochs_run = math.inf, None, 0
+        self.best_val, self.best_epoch, self.best_state, self.epochs_run = math.inf, None, None, 0
 
     def train(self) -> None:
-        """Train for `epochs`, stopping after `patience` epochs without a better validation loss."""
+        """Train for `epochs`, stopping after `patience` epochs without a better validation loss (or score)."""
         if not self.config.train:
             return
         bad_epochs = 0
         for epoch in range(self.config.epochs):
             self.train_epoch(epoch)
             val = self.validation_loss() if self.examples["val"] else 0.0
-            self.history.append({"epoch": epoch, "step": None, "loss": None, "seconds": None, "val_loss": val})
+            score = self.validation_score() if self.examples["val"] and self.config.select_by == "val_score" else None
+            self.history.append({"epoch": epoch, "step": None, "loss": None, "seconds": None, "val_loss": val,
+                                 "val_score": score})
             self.epochs_run = epoch + 1
-            if val < self.best_val:
-                self.best_val, self.best_state, bad_epochs = val, trainable_state(self.model), 0
+            criterion = selection_criterion(val, score)
+            if criterion < self.best_val:
+                self.best_val, self.best_epoch, self.best_state, bad_epochs = \
+                    criterion, epoch, trainable_state(self.model), 0
             else:
                 bad_epochs += 1
                 if bad_epochs >= self.config.patience:
@@ -175,7 +179,8 @@ class PygReference:
             start = time.perf_counter()
             loss = self.step(collate([train[i] for i in chosen]))
             seconds = time.perf_counter() - start
-            self.history.append({"epoch": epoch, "step": step, "loss": loss, "seconds": seconds, "val_loss": None})
+            self.history.append({"epoch": epoch, "step": step, "loss": loss, "seconds": seconds, "val_loss": None,
+                                 "val_score": None})
             bar.set_postfix(loss=f"{loss:.3f}", s_per_step=f"{seconds:.2f}")
             bar.update(1)
         bar.close()
@@ -199,6 +204,10 @@ class PygReference:
         total = sum(float(self.model(label=b.labels, **model_inputs(b))) * len(b)
                     for b in batches(examples, self.config.eval_batch_size))
         return total / len(examples)
+
+    def validation_score(self) -> float:
+        records = self.predict("val")
+        return evaluate.metric_for(self.config.dataset)([r["pred"] for r in records], [r["label"] for r in records])
 
     @torch.no_grad()
     def predict(self, split: str) -> list[dict]:
@@ -236,7 +245,7 @@ class PygReference:
             metrics["seconds_per_step"] = float(np.median(steps))
             metrics["minutes_per_epoch"] = metrics["seconds_per_step"] * self.steps_per_epoch / 60
         metrics["epochs_run"] = self.epochs_run
-        metrics["best_val_loss"] = self.best_val if math.isfinite(self.best_val) else None
+        metrics.update(selected_epoch_metrics(self.history, self.best_epoch, self.config.select_by))
         return metrics
 
 

@@ -3,8 +3,8 @@
     python -m toporag_lib.train --config configs/explagraphs_toporag.json [--out runs/x] [--set epochs=1 ...]
     torchrun --nproc_per_node 2 -m toporag_lib.train --config ...   # data-parallel, see `distributed`
 
-AdamW with linear warm-up and cosine decay (or a constant rate), gradient clipping, early stopping on validation loss. Checkpoints hold
-the trainable weights only (plus optimizer, scheduler and random states) and are written atomically after every
+AdamW with linear warm-up and cosine decay (or a constant rate), gradient clipping, early stopping on validation loss
+(G-Retriever's rule) or on the validation score (`select_by`). Checkpoints hold the trainable weights only (plus optimizer, scheduler and random states) and are written atomically after every
 `checkpoint_every` steps: a run killed mid-epoch resumes where it stopped and ends with the same weights as an
 uninterrupted one. Each run writes, in its output folder: `config.json`, `history.csv` (loss per step, validation
 loss per epoch), `predictions.jsonl`, `metrics.json`.
@@ -37,9 +37,10 @@ from toporag_lib.preprocess import prepare
 from toporag_lib.retrieval import retrieval_defaults
 
 DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
-HISTORY_COLUMNS = ["epoch", "step", "loss", "seconds", "val_loss"]
+HISTORY_COLUMNS = ["epoch", "step", "loss", "seconds", "val_loss", "val_score"]
 ENGINES = ("toporag", "pyg")
 SCHEDULES = ("cosine", "constant")
+SELECTIONS = ("val_loss", "val_score")
 
 
 @dataclass
@@ -69,6 +70,7 @@ class TrainConfig:
     adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.95])  # G-Retriever's and PyG's example's
     max_grad_norm: float = 0.1
     patience: int = 2
+    select_by: str = "val_loss"  # or "val_score": the dataset's metric on validation (one generation pass per epoch)
     max_txt_len: int = 512
     max_new_tokens: int = 32
     checkpoint_every: int = 50
@@ -81,6 +83,8 @@ class TrainConfig:
             raise ValueError(f"unknown engine {self.engine!r}; known: {list(ENGINES)}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; known: {list(SCHEDULES)}")
+        if self.select_by not in SELECTIONS:
+            raise ValueError(f"unknown select_by {self.select_by!r}; known: {list(SELECTIONS)}")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
@@ -173,6 +177,21 @@ def validation_loss(model: TopoRAGModel, examples: list[Example], config: TrainC
     return float(summed[0] / summed[1].clamp(min=1))
 
 
+def validation_score(model: TopoRAGModel, examples: list[Example], config: TrainConfig) -> float:
+    """The dataset's metric on `examples` from greedy answers (each process takes its share, then they add up;
+    every metric is a mean over questions)."""
+    records = predict(model, distributed.local_slice(examples), config, progress=False)
+    score = evaluate.metric_for(config.dataset)([r["pred"] for r in records], [r["label"] for r in records]) \
+        if records else 0.0
+    summed = distributed.sum_across(torch.tensor([score * len(records), len(records)], dtype=torch.float64))
+    return float(summed[0] / summed[1].clamp(min=1))
+
+
+def selection_criterion(val_loss: float, val_score: float | None) -> float:
+    """What early stopping minimizes: minus the validation score when there is one, else the validation loss."""
+    return val_loss if val_score is None else -val_score
+
+
 def predict(model: TopoRAGModel, examples: list[Example], config: TrainConfig, progress: bool = True) -> list[dict]:
     model.eval()
     records = []
@@ -190,6 +209,7 @@ def predict(model: TopoRAGModel, examples: list[Example], config: TrainConfig, p
 def check_resumable(saved: dict[str, Any], current: dict[str, Any], folder: Path) -> None:
     """Refuse to resume a checkpoint made under another config. Only `epochs` may grow, and only under a constant
     rate without warm-up, where the steps already taken had the rate an uninterrupted longer run gives them."""
+    saved = TrainConfig.from_dict(saved).to_dict()  # fields added since the checkpoint take their defaults
     changed = sorted(key for key in saved.keys() | current.keys() if saved.get(key) != current.get(key))
     if not changed:
         return
@@ -224,7 +244,8 @@ class Trainer:
         groups = self.model.parameter_groups(config.lr, config.lora_lr, config.weight_decay)
         self.optimizer, self.scheduler = (make_optimizer(groups, config, self.steps_per_epoch * config.epochs)
                                           if groups else (None, None))
-        self.state = {"epoch": 0, "step": 0, "best_val": math.inf, "bad_epochs": 0, "history": [], "done": False}
+        self.state = {"epoch": 0, "step": 0, "best_val": math.inf, "best_epoch": None, "bad_epochs": 0,
+                      "history": [], "done": False}
 
     @property
     def checkpoint_path(self) -> Path:
@@ -270,7 +291,7 @@ class Trainer:
                 loss = self.step(order[step * config.batch_size:(step + 1) * config.batch_size])
                 seconds = time.perf_counter() - start
                 self.state["history"].append({"epoch": epoch, "step": step, "loss": loss.item(),
-                                              "seconds": seconds, "val_loss": None})
+                                              "seconds": seconds, "val_loss": None, "val_score": None})
                 self.state["step"] += 1
                 taken += 1
                 bar.set_postfix(loss=f"{loss.item():.3f}", s_per_step=f"{seconds:.2f}")
@@ -294,11 +315,17 @@ class Trainer:
         return loss
 
     def end_epoch(self) -> None:
-        val = validation_loss(self.model, self.examples["val"], self.config) if self.examples["val"] else 0.0
+        """Validate; keep the weights when the selection criterion improved; stop after `patience` bad epochs."""
+        val_examples = self.examples["val"]
+        val = validation_loss(self.model, val_examples, self.config) if val_examples else 0.0
+        score = (validation_score(self.model, val_examples, self.config)
+                 if val_examples and self.config.select_by == "val_score" else None)
         self.state["history"].append({"epoch": self.state["epoch"], "step": None, "loss": None, "seconds": None,
-                                      "val_loss": val})
-        if val < self.state["best_val"]:
-            self.state["best_val"], self.state["bad_epochs"] = val, 0
+                                      "val_loss": val, "val_score": score})
+        criterion = selection_criterion(val, score)
+        if criterion < self.state["best_val"]:
+            self.state["best_val"], self.state["best_epoch"], self.state["bad_epochs"] = \
+                criterion, self.state["epoch"], 0
             if self.main:
                 atomic.torch_save(self.model.trainable_state(), self.out / "best.pt")
         else:
@@ -330,10 +357,19 @@ class Trainer:
             metrics["seconds_per_step"] = float(np.median([h["seconds"] for h in train_steps]))
             metrics["minutes_per_epoch"] = metrics["seconds_per_step"] * self.steps_per_epoch / 60
         metrics["epochs_run"] = self.state["epoch"]
-        metrics["best_val_loss"] = self.state["best_val"] if math.isfinite(self.state["best_val"]) else None
+        metrics.update(selected_epoch_metrics(self.state["history"], self.state.get("best_epoch"),
+                                              self.config.select_by))
         atomic.write_text(self.out / f"metrics_{split}.json", json.dumps(metrics, indent=1))
         pd.DataFrame(self.state["history"], columns=HISTORY_COLUMNS).to_csv(self.out / "history.csv", index=False)
         return metrics
+
+
+def selected_epoch_metrics(history: list[dict], best_epoch: int | None, select_by: str) -> dict[str, Any]:
+    """How the evaluated weights were chosen: the criterion, and the validation numbers of the chosen epoch."""
+    chosen = [h for h in history if h["step"] is None and h["epoch"] == best_epoch]
+    return {"selected_by": select_by, "selected_epoch": None if best_epoch is None else best_epoch + 1,
+            "best_val_loss": chosen[0]["val_loss"] if chosen else None,
+            "best_val_score": chosen[0].get("val_score") if chosen else None}
 
 
 def run(config: TrainConfig, out_dir: str | Path, progress: bool = True) -> dict[str, Any]:
