@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -171,3 +172,9 @@ def test_a_checkpoint_from_before_a_new_config_field_still_resumes(tiny_llm, tin
     (tmp_path / "config.json").write_text(json.dumps(saved))
     resumed = Trainer(cfg, tmp_path, progress=False)
     assert resumed.resume() and resumed.state["step"] == 1
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parents[1] / "configs").glob("*.json")), ids=lambda p: p.name)
+def test_shipped_configs_are_valid(path):
+    config = TrainConfig.from_dict(json.loads(path.read_text()))
+    assert config.dataset in path.name
