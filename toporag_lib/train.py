@@ -4,10 +4,11 @@
     torchrun --nproc_per_node 2 -m toporag_lib.train --config ...   # data-parallel, see `distributed`
 
 AdamW with linear warm-up and cosine decay (or a constant rate), gradient clipping, early stopping on validation loss
-(G-Retriever's rule) or on the validation score (`select_by`). Checkpoints hold the trainable weights only (plus optimizer, scheduler and random states) and are written atomically after every
-`checkpoint_every` steps: a run killed mid-epoch resumes where it stopped and ends with the same weights as an
-uninterrupted one. Each run writes, in its output folder: `config.json`, `history.csv` (loss per step, validation
-loss per epoch), `predictions.jsonl`, `metrics.json`.
+(G-Retriever's rule) or on the validation score (`select_by`). Checkpoints hold the trainable weights only (plus
+optimizer, scheduler and random states) and are written atomically after every `checkpoint_every` steps: a run
+killed mid-epoch resumes where it stopped and ends with the same weights as an uninterrupted one. Each run writes,
+in its output folder: `config.json`, `history.csv` (loss per step, validation loss and score per epoch),
+`predictions_<split>.jsonl`, `metrics_<split>.json`.
 """
 
 from __future__ import annotations
