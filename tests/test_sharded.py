@@ -48,14 +48,12 @@ def run(out, encoder_path, client, **changes):
 def in_memory_examples(dataset, encoder_path, cache_root):
     """What `prepare` + `build_examples` make of each chunk of SHARD_SIZE samples, with one torch thread as in a Dask
     worker (distributed sets OMP_NUM_THREADS=1 there): a vector's last float bits depend on the thread count."""
-    examples = []
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        examples = _chunks_in_memory(dataset, encoder_path, cache_root)
+        return _chunks_in_memory(dataset, encoder_path, cache_root)
     finally:
         torch.set_num_threads(threads)
-    return examples
 
 
 def _chunks_in_memory(dataset, encoder_path, cache_root):

