@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toporag_lib.evaluate import (explagraphs_accuracy, metric_for, normalize, per_family_accuracy,
+from toporag_lib.evaluate import (correct_for, explagraphs_accuracy, metric_for, normalize, per_family_accuracy,
                                   read_predictions, scenegraphs_accuracy, webqsp_metrics, write_predictions)
 
 # -- G-Retriever, as written in its repository --------------------------------------------------------------------
@@ -226,8 +226,19 @@ def test_metric_for_each_dataset():
     for name in ("scenegraphs", "gqa_fixtures", "synthetic_scenes"):
         assert metric_for(name) is scenegraphs_accuracy
     assert metric_for("webqsp")(["The Paris", "x"], ["paris", "y"]) == 0.5
-    with pytest.raises(ValueError, match="no metric for dataset 'cora'"):
-        metric_for("cora")
+    for lookup in (metric_for, correct_for):
+        with pytest.raises(ValueError, match="no metric for dataset 'cora'"):
+            lookup("cora")
+
+
+@given(st.lists(st.tuples(TEXTS, TEXTS), min_size=1, max_size=6))
+def test_per_sample_correctness_averages_to_the_metric(pairs):
+    predictions, labels = [list(x) for x in zip(*pairs)]
+    class_labels = ["support" if len(y) % 2 else "counter" for y in labels]
+    for name, golds in (("explagraphs", class_labels), ("synthetic_scenes", labels), ("webqsp", labels)):
+        correct = correct_for(name)
+        mean = sum(correct(p, y) for p, y in zip(predictions, golds)) / len(golds)
+        assert mean == pytest.approx(metric_for(name)(predictions, golds)), name
 
 
 def test_per_family_accuracy():

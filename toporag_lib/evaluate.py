@@ -101,6 +101,11 @@ def webqsp_hit(predictions: Sequence[str], labels: Sequence[str]) -> float:
 # -- By dataset ---------------------------------------------------------------------------------------------------
 
 
+def unknown_dataset(dataset_name: str) -> ValueError:
+    return ValueError(f"no metric for dataset {dataset_name!r}; known: explagraphs, webqsp, "
+                      f"{', '.join(SCENE_GRAPH_DATASETS)}")
+
+
 def metric_for(dataset_name: str) -> Metric:
     """The headline metric of a dataset: accuracy, or Hit for WebQSP."""
     if dataset_name == "explagraphs":
@@ -109,8 +114,19 @@ def metric_for(dataset_name: str) -> Metric:
         return scenegraphs_accuracy
     if dataset_name == "webqsp":
         return webqsp_hit
-    raise ValueError(f"no metric for dataset {dataset_name!r}; known: explagraphs, webqsp, "
-                     f"{', '.join(SCENE_GRAPH_DATASETS)}")
+    raise unknown_dataset(dataset_name)
+
+
+def correct_for(dataset_name: str) -> Callable[[str, str], bool]:
+    """Whether one prediction is right under the dataset's headline metric (for WebQSP: a hit); the metric of
+    `metric_for` is the mean of this over the samples."""
+    if dataset_name == "explagraphs":
+        return explagraphs_correct
+    if dataset_name in SCENE_GRAPH_DATASETS:
+        return lambda prediction, label: label in prediction
+    if dataset_name == "webqsp":
+        return lambda prediction, label: webqsp_scores(prediction, label)["hit"] > 0
+    raise unknown_dataset(dataset_name)
 
 
 def per_family_accuracy(predictions: Sequence[str], labels: Sequence[str], families: Sequence[str],
