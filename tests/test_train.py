@@ -10,6 +10,7 @@ import torch
 
 from tiny_models import CHATML, make_tiny_model
 from toporag_lib import evaluate, train
+from toporag_lib.examples import collate
 from toporag_lib.model import ModelConfig
 from toporag_lib.train import TrainConfig, Trainer, parse_overrides, run
 
@@ -178,3 +179,15 @@ def test_a_checkpoint_from_before_a_new_config_field_still_resumes(tiny_llm, tin
 def test_shipped_configs_are_valid(path):
     config = TrainConfig.from_dict(json.loads(path.read_text()))
     assert config.dataset in path.name
+
+
+def test_several_soft_tokens_are_distinct_and_follow_the_graph(tiny_llm, tiny_encoder_path, tmp_path):
+    model = ModelConfig(encoder="cellular", hidden_dim=16, projector_hidden=32, num_layers=1, num_soft_tokens=3,
+                        virtual_tokens=2)
+    trainer = Trainer(config(tiny_llm, tiny_encoder_path, model=model), tmp_path, progress=False)
+    batch = collate(trainer.examples["train"][:2])
+    soft = trainer.model.soft_prompt(batch)
+    assert soft.shape == (2, 5, trainer.model.llm.hidden_size)  # 3 from the complex, then 2 virtual tokens
+    assert not torch.allclose(soft[0, 0], soft[0, 1])  # each graph token is its own slice of the projector
+    assert torch.equal(soft[0, 3:], soft[1, 3:])  # virtual tokens do not depend on the graph
+    assert torch.isfinite(trainer.model.loss(batch, max_txt_len=48))
