@@ -3,10 +3,11 @@
 
 Same as `train.Trainer`: the `Example`s of `train.make_examples(config)` (questions, retrieved subgraph, its text,
 labels), AdamW with the graph side at `lr` and LoRA adapters at `lora_lr`, weight decay, betas, linear warm-up and
-the schedule (`train.make_optimizer`), gradient clipping at `max_grad_norm`, the same epoch orders and seed, early stopping on validation loss,
-`max_new_tokens`, and the output files (`config.json`, `history.csv`, `predictions_test.jsonl`,
-`metrics_test.json`). The graph text is cut to `max_txt_len` LLM tokens here, because PyG's chat-template path
-does not cut it (its `MAX_TXT_LEN` applies to the Llama-2 layout only).
+the schedule (`train.make_optimizer`), gradient clipping at `max_grad_norm`, the same epoch orders and seed,
+early stopping and the kept epoch by `select_by` (validation loss or score), `max_new_tokens`, and the output
+files (`config.json`, `history.csv`, `predictions_test.jsonl`, `metrics_test.json`). The graph text is cut to
+`max_txt_len` LLM tokens here, because PyG's chat-template path does not cut it (its `MAX_TXT_LEN` applies to the
+Llama-2 layout only).
 
 PyG's own: the GNN is `torch_geometric.nn.models.GAT` (4 heads, out = hidden, as PyG's `examples/llm/g_retriever.py`)
 on x0, `node_adj_index` (both directions of every edge, as our GNN baselines) and x1 of each edge as edge_attr
