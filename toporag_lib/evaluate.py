@@ -61,10 +61,14 @@ def explagraphs_accuracy(predictions: Sequence[str], labels: Sequence[str]) -> f
     return _mean([explagraphs_correct(p, y) for p, y in zip(predictions, labels)])
 
 
+def scenegraphs_correct(prediction: str, label: str) -> bool:
+    """The prediction contains the label (raw, case-sensitive substring)."""
+    return label in prediction
+
+
 def scenegraphs_accuracy(predictions: Sequence[str], labels: Sequence[str]) -> float:
-    """Share of predictions that contain their label (raw, case-sensitive substring)."""
     _check(predictions, labels)
-    return _mean([y in p for p, y in zip(predictions, labels)])
+    return _mean([scenegraphs_correct(p, y) for p, y in zip(predictions, labels)])
 
 
 # -- WebQSP -------------------------------------------------------------------------------------------------------
@@ -123,7 +127,7 @@ def correct_for(dataset_name: str) -> Callable[[str, str], bool]:
     if dataset_name == "explagraphs":
         return explagraphs_correct
     if dataset_name in SCENE_GRAPH_DATASETS:
-        return lambda prediction, label: label in prediction
+        return scenegraphs_correct
     if dataset_name == "webqsp":
         return lambda prediction, label: webqsp_scores(prediction, label)["hit"] > 0
     raise unknown_dataset(dataset_name)
