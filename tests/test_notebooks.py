@@ -1,5 +1,6 @@
 """Notebooks run headless with papermill on small parameters, and write what they promise to results/."""
 
+import json
 from pathlib import Path
 
 import nbformat
@@ -100,10 +101,12 @@ def test_04_training_writes_results(tmp_path, isolated_cache, tiny_encoder_path)
     run_one("04_training.ipynb", {"datasets": ["synthetic_scenes", "explagraphs"], "methods": ["zero-shot", "TopoRAG"],
                                   "limits": {"train": 4, "val": 2, "test": 4}, "synthetic_images": 6,
                                   "llm_path": str(llm), "llm_dtype": "float32", "encoder_path": str(tiny_encoder_path),
-                                  "hidden_dim": 16, "batch_size": 2}, tmp_path)
+                                  "hidden_dim": 16, "batch_size": 2, "select_by": "val_score"}, tmp_path)
     results = isolated_cache / "results"
     table = pd.read_csv(results / "04_training_results.csv")
     assert len(table) == 5 and set(table.method) == {"zero-shot", "TopoRAG", "G-Retriever (PyG)"}
+    configs = [json.loads(p.read_text()) for p in (isolated_cache / "cache" / "runs").glob("*/*/config.json")]
+    assert len(configs) == 5 and {c["select_by"] for c in configs} == {"val_score"}
     assert table.score.between(0, 1).all()
     assert (table[table.method == "zero-shot"].epochs_run == 0).all()
     assert (results / "04_loss_curves.png").exists() and (results / "04_explagraphs_confusion.csv").exists()
