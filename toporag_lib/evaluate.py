@@ -67,6 +67,7 @@ def scenegraphs_correct(prediction: str, label: str) -> bool:
 
 
 def scenegraphs_accuracy(predictions: Sequence[str], labels: Sequence[str]) -> float:
+    """Share of predictions that contain their label (`scenegraphs_correct`)."""
     _check(predictions, labels)
     return _mean([scenegraphs_correct(p, y) for p, y in zip(predictions, labels)])
 
