@@ -115,6 +115,13 @@ def test_run_writes_config_history_predictions_and_metrics(tiny_llm, tiny_encode
     assert (tmp_path / "history.csv").exists() and (tmp_path / "best.pt").exists()
 
 
+def test_every_long_phase_shows_a_progress_bar(tiny_llm, tiny_encoder_path, tmp_path, capsys):
+    run(config(tiny_llm, tiny_encoder_path, epochs=1, select_by="val_score"), tmp_path, progress=True)
+    shown = capsys.readouterr().err
+    for phase in ("epoch 1", "validation loss", "validation answers", "generating"):
+        assert phase in shown, phase
+
+
 def test_inference_only_configuration(tiny_llm, tiny_encoder_path, tmp_path):
     cfg = config(tiny_llm, tiny_encoder_path, train=False, model=ModelConfig(encoder=None))
     metrics = run(cfg, tmp_path, progress=False)

@@ -201,9 +201,10 @@ class PygReference:
     def validation_loss(self) -> float:
         """Mean over validation batches of PyG's loss, weighted by batch size."""
         self.model.eval()
-        examples = self.examples["val"]
-        total = sum(float(self.model(label=b.labels, **model_inputs(b))) * len(b)
-                    for b in batches(examples, self.config.eval_batch_size))
+        examples, size = self.examples["val"], self.config.eval_batch_size
+        bar = tqdm(batches(examples, size), total=-(-len(examples) // size), desc="validation loss (PyG)",
+                   unit="batch", disable=not self.progress)
+        total = sum(float(self.model(label=b.labels, **model_inputs(b))) * len(b) for b in bar)
         return total / len(examples)
 
     def validation_score(self) -> float:

@@ -166,22 +166,28 @@ def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
 
 
 @torch.no_grad()
-def validation_loss(model: TopoRAGModel, examples: list[Example], config: TrainConfig) -> float:
+def validation_loss(model: TopoRAGModel, examples: list[Example], config: TrainConfig,
+                    progress: bool = False) -> float:
     """Mean over questions of each answer's mean token loss (each process takes its share, then they add up)."""
     model.eval()
     total, count = 0.0, 0
-    for batch in batches(distributed.local_slice(examples), config.eval_batch_size):
+    local = distributed.local_slice(examples)
+    bar = tqdm(total=len(local), desc="validation loss", unit="question", disable=not progress)
+    for batch in batches(local, config.eval_batch_size):
         losses = model.loss(batch, config.max_txt_len, reduction="none")
         total += float(losses.sum())
         count += len(batch)
+        bar.update(len(batch))
+    bar.close()
     summed = distributed.sum_across(torch.tensor([total, count], dtype=torch.float64))
     return float(summed[0] / summed[1].clamp(min=1))
 
 
-def validation_score(model: TopoRAGModel, examples: list[Example], config: TrainConfig) -> float:
+def validation_score(model: TopoRAGModel, examples: list[Example], config: TrainConfig,
+                     progress: bool = False) -> float:
     """The dataset's metric on `examples` from greedy answers (each process takes its share, then they add up;
     every metric is a mean over questions)."""
-    records = predict(model, distributed.local_slice(examples), config, progress=False)
+    records = predict(model, distributed.local_slice(examples), config, progress, desc="validation answers")
     score = evaluate.metric_for(config.dataset)([r["pred"] for r in records], [r["label"] for r in records]) \
         if records else 0.0
     summed = distributed.sum_across(torch.tensor([score * len(records), len(records)], dtype=torch.float64))
@@ -193,10 +199,11 @@ def selection_criterion(val_loss: float, val_score: float | None) -> float:
     return val_loss if val_score is None else -val_score
 
 
-def predict(model: TopoRAGModel, examples: list[Example], config: TrainConfig, progress: bool = True) -> list[dict]:
+def predict(model: TopoRAGModel, examples: list[Example], config: TrainConfig, progress: bool = True,
+            desc: str = "generating") -> list[dict]:
     model.eval()
     records = []
-    bar = tqdm(total=len(examples), desc="generating", unit="question", disable=not progress)
+    bar = tqdm(total=len(examples), desc=desc, unit="question", disable=not progress)
     for start in range(0, len(examples), config.eval_batch_size):
         chunk = examples[start:start + config.eval_batch_size]
         outputs = model.generate(collate(chunk), config.max_txt_len, config.max_new_tokens)
@@ -318,8 +325,8 @@ class Trainer:
     def end_epoch(self) -> None:
         """Validate; keep the weights when the selection criterion improved; stop after `patience` bad epochs."""
         val_examples = self.examples["val"]
-        val = validation_loss(self.model, val_examples, self.config) if val_examples else 0.0
-        score = (validation_score(self.model, val_examples, self.config)
+        val = validation_loss(self.model, val_examples, self.config, self.progress) if val_examples else 0.0
+        score = (validation_score(self.model, val_examples, self.config, self.progress)
                  if val_examples and self.config.select_by == "val_score" else None)
         self.state["history"].append({"epoch": self.state["epoch"], "step": None, "loss": None, "seconds": None,
                                       "val_loss": val, "val_score": score})
