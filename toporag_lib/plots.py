@@ -12,11 +12,13 @@ import seaborn as sns
 
 
 def save(fig: plt.Figure, path: str | Path) -> Path:
-    """Write `path` (PNG) and the same figure as SVG beside it."""
+    """Write `path` (PNG) and the same figure as SVG beside it; the same figure gives the same bytes (no date in
+    the SVG, element ids salted with a constant), so a re-run that changed nothing leaves results/ unchanged."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=150, bbox_inches="tight")
-    fig.savefig(path.with_suffix(".svg"), bbox_inches="tight")
+    with plt.rc_context({"svg.hashsalt": "toporag"}):
+        fig.savefig(path.with_suffix(".svg"), bbox_inches="tight", metadata={"Date": None})
     return path
 
 
