@@ -32,6 +32,20 @@ def test_a_vector_depends_only_on_its_text(tiny_encoder_path, tmp_path):
         assert torch.equal(alone.encode([text])[0], together[i])  # bit for bit, whatever the cache held before
 
 
+
+def test_texts_are_encoded_on_one_thread_whatever_the_callers_count(tiny_encoder_path, tmp_path):
+    encoder = TextEncoder(tiny_encoder_path, cache=tmp_path, progress=False)
+    seen = []
+    encoder.model.register_forward_pre_hook(lambda module, args: seen.append(torch.get_num_threads()))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        encoder.encode(["a red cup", "x"])
+        assert torch.get_num_threads() == 2  # the caller's count comes back
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [1, 1]  # a vector cached by a one-core training run equals one cached by a two-core notebook
+
 def test_batched_encoding_keeps_its_own_cache(tiny_encoder_path, tmp_path):
     single = TextEncoder(tiny_encoder_path, cache=tmp_path, progress=False)
     single.encode(["a cat"])

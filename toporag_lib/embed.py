@@ -6,23 +6,25 @@ has it. Nothing is downloaded.
 
 Texts are encoded one at a time by default: a text encoded beside others comes out about 1e-7 away from the same
 text encoded alone (even in a batch of texts of equal token count, without padding: the matrix shapes change the
-arithmetic), which is enough to flip near-tied retrievals. So
-batched vectors would depend on which texts happened to be missing from the cache together, and a run's numbers on
-how the cache was filled. One at a time, a vector depends only on its text and the torch thread count (a cold
-cache fills 9x slower on this CPU: 77 s against 8 s for ExplaGraphs); `batch_size` trades that for speed, e.g. on a
-GPU, in a cache of its own.
+arithmetic), which is enough to flip near-tied retrievals. So batched vectors would depend on which texts happened
+to be missing from the cache together, and a run's numbers on how the cache was filled. The torch thread count
+moves vectors the same way (a text can move by about 1e-7 between one and two threads), and training runs pinned
+to one core share the cache with notebooks on two, so texts are always encoded on one thread. One at a time on
+one thread, a vector depends only on its text (a cold cache fills about 9x slower on this CPU than in batches);
+`batch_size` trades that for speed, e.g. on a GPU, in a cache of its own.
 
-Cache layout: `<cache>/embeddings/<model id>-<layout>/shard-*.pt` (layout `single` or `batch<n>`), each shard a dict
-{"keys": [sha1 hex], "emb": float32 tensor}. A key is the SHA-1 of the text; the model id hashes the model folder's
-configuration and weight files, so a different model never reads another's vectors. Shards are written atomically
-and only ever added.
+Cache layout: `<cache>/embeddings/<model id>-<layout>/shard-*.pt` (layout `single-t1` or `batch<n>-t1`), each
+shard a dict {"keys": [sha1 hex], "emb": float32 tensor}. A key is the SHA-1 of the text; the model id hashes the
+model folder's configuration and weight files, so a different model never reads another's vectors. Shards are
+written atomically and only ever added.
 """
 
 from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -111,6 +113,17 @@ class EmbeddingCache:
         self._index(shard, path)
 
 
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run the block with torch on one CPU thread, then restore the caller's thread count."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 class TextEncoder:
     """Sentence encoder with a disk cache; the model itself loads only when a text is not cached."""
 
@@ -123,7 +136,7 @@ class TextEncoder:
         self.device, self.batch_size, self.progress = device, batch_size, progress
         self.identity = model_identity(self.model_path)
         root = Path(cache) if cache is not None else cache_dir() / "embeddings"
-        layout = "single" if batch_size is None else f"batch{batch_size}"
+        layout = ("single" if batch_size is None else f"batch{batch_size}") + "-t1"  # -t1: made on one thread
         self.cache = EmbeddingCache(root / f"{self.identity}-{layout}")
         self._model = None
 
@@ -150,9 +163,11 @@ class TextEncoder:
         return self.cache.get(keys)
 
     def encode_uncached(self, texts: list[str]) -> torch.Tensor:
-        """The model's float32 vectors of `texts` on the CPU, one text at a time unless `batch_size` was given."""
-        return self.model.encode(texts, batch_size=self.batch_size or 1, convert_to_tensor=True,
-                                 show_progress_bar=False).cpu().to(torch.float32)
+        """The model's float32 vectors of `texts` on the CPU, one text at a time unless `batch_size` was given,
+        computed on one torch thread whatever the caller's thread count."""
+        with one_torch_thread():
+            return self.model.encode(texts, batch_size=self.batch_size or 1, convert_to_tensor=True,
+                                     show_progress_bar=False).cpu().to(torch.float32)
 
     def _encode_missing(self, keys: list[str], texts: list[str]) -> None:
         bar = tqdm(total=len(texts), desc=f"embedding ({self.model_path.name})", unit="text",
