@@ -12,7 +12,7 @@ from distributed import Client, LocalCluster
 
 from toporag_lib import sharded
 from toporag_lib.datasets import load_dataset
-from toporag_lib.embed import TextEncoder
+from toporag_lib.embed import TextEncoder, one_torch_thread
 from toporag_lib.examples import build_examples
 from toporag_lib.graph import QASample, TextualGraph
 from toporag_lib.preprocess import prepare
@@ -48,12 +48,8 @@ def run(out, encoder_path, client, **changes):
 def in_memory_examples(dataset, encoder_path, cache_root):
     """What `prepare` + `build_examples` make of each chunk of SHARD_SIZE samples, with one torch thread as in a Dask
     worker (distributed sets OMP_NUM_THREADS=1 there): a vector's last float bits depend on the thread count."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_torch_thread():
         return _chunks_in_memory(dataset, encoder_path, cache_root)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _chunks_in_memory(dataset, encoder_path, cache_root):
