@@ -27,7 +27,7 @@ test-all: setup
 	$(PY) -m pytest -m ""
 
 reproduce: setup
-	$(PY) -m toporag_lib.reproduce --profile $(PROFILE)
+	$(PY) -m toporag_lib.study.reproduce --profile $(PROFILE)
 
 # JupyterLab refuses to run as root unless told (containers and CI machines often are root).
 lab: setup

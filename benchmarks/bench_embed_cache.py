@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from toporag_lib.datasets import load_dataset
+from toporag_lib.data import load_dataset
 from toporag_lib.embed import TextEncoder, embed_graphs
 
 

@@ -1,4 +1,4 @@
-"""Lifting speed: toporag_lib.lifting against networkx.cycle_basis and TopoNetX, plus a size sweep.
+"""Lifting speed: toporag_lib.topology.lifting against networkx.cycle_basis and TopoNetX, plus a size sweep.
 
 Run on one core for stable numbers:  taskset -c 0 .venv/bin/python benchmarks/bench_lifting.py
 Prints a table and writes it as CSV (`--out`, default benchmarks/out/lifting.csv). Times are medians over
@@ -18,9 +18,14 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
-from toporag_lib.efficiency import build_all, median_seconds, random_multigraph, simple_nx
-from toporag_lib.graph import TextualGraph
-from toporag_lib.lifting import CellComplex, lift
+from toporag_lib.data.graph import TextualGraph
+from toporag_lib.study.efficiency import (
+    build_all,
+    median_seconds,
+    random_multigraph,
+    simple_nx,
+)
+from toporag_lib.topology import CellComplex, lift
 
 EDGE_PAIR_LIMIT = 20_000_000
 

@@ -18,10 +18,10 @@ import numpy as np
 import torch
 from torch_geometric.data import Batch
 
-from toporag_lib.complex_batch import ComplexData
-from toporag_lib.graph import TextualGraph
-from toporag_lib.lifting import lift
-from toporag_lib.reasoning import build_encoder
+from toporag_lib.data.graph import TextualGraph
+from toporag_lib.nn import build_encoder
+from toporag_lib.topology import lift
+from toporag_lib.topology.batching import ComplexData
 
 SIZES = {"explagraphs": (5, (4, 5)), "scene": (12, (36, 36))}
 

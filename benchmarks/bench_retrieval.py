@@ -21,14 +21,19 @@ import pandas as pd
 import torch
 from torch_geometric.llm.utils.backend_utils import retrieval_via_pcst
 
-from toporag_lib import pcst
-from toporag_lib.efficiency import RETRIEVAL_PARAMS as PARAMS
-from toporag_lib.efficiency import median_seconds, pyg_inputs, random_features, random_multigraph
-from toporag_lib.graph import TextualGraph
-from toporag_lib.prizes import cell_prizes, rank_prizes, top_k, unit_cosine
-from toporag_lib.lifting import boundary_positions, lift
-from toporag_lib.retrieval import retrieve
-from toporag_lib.textualize import textualize_subcomplex
+from toporag_lib.data.graph import TextualGraph
+from toporag_lib.retrieval import pcst
+from toporag_lib.retrieval.methods import retrieve
+from toporag_lib.retrieval.prizes import cell_prizes, rank_prizes, top_k, unit_cosine
+from toporag_lib.retrieval.textualize import textualize_subcomplex
+from toporag_lib.study.efficiency import RETRIEVAL_PARAMS as PARAMS
+from toporag_lib.study.efficiency import (
+    median_seconds,
+    pyg_inputs,
+    random_features,
+    random_multigraph,
+)
+from toporag_lib.topology import boundary_positions, lift
 
 
 def median_ms(fn, repeats: int) -> float:

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 import argparse
 
-from toporag_lib.efficiency import STEP_METHODS, interleaved_step_times, step_overrides, step_runners, step_summary
+from toporag_lib.study.efficiency import (
+    STEP_METHODS,
+    interleaved_step_times,
+    step_overrides,
+    step_runners,
+    step_summary,
+)
 
 
 def main() -> None:

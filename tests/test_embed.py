@@ -1,8 +1,8 @@
 import pytest
 import torch
 
+from toporag_lib.data.graph import TextualGraph
 from toporag_lib.embed import EmbeddingCache, TextEncoder, embed_graphs, model_identity
-from toporag_lib.graph import TextualGraph
 
 
 def test_encodes_and_reads_back_from_cache(tiny_encoder_path, tmp_path):

@@ -31,7 +31,7 @@ import torch
 from tqdm.auto import tqdm
 
 from toporag_lib import atomic
-from toporag_lib.graph import TextualGraph
+from toporag_lib.data.graph import TextualGraph
 from toporag_lib.paths import cache_dir
 
 ENCODE_CHUNK = 2048  # texts per progress-bar step

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-DATA_DIR = PACKAGE_DIR / "data"
+BUNDLED_DATA = PACKAGE_DIR / "data" / "bundled"  # the shipped datasets, each with its licences
 _checkout = PACKAGE_DIR.parent
 PROJECT_ROOT = _checkout if (_checkout / "pyproject.toml").exists() else Path.cwd()
 

@@ -1,0 +1,38 @@
+"""Profiles pass only parameters that the notebooks' `parameters` cells define, to notebooks that exist."""
+
+from __future__ import annotations
+
+import ast
+
+import nbformat
+import pytest
+
+from toporag_lib.study.profiles import PROFILES, notebook_parameters
+from toporag_lib.study.reproduce import NOTEBOOK_DIR
+
+
+def defined_parameters(name: str) -> set[str]:
+    cells = nbformat.read(NOTEBOOK_DIR / f"{name}.ipynb", as_version=4).cells
+    source = next(c.source for c in cells if "parameters" in c.metadata.get("tags", []))
+    return {target.id for node in ast.parse(source).body if isinstance(node, ast.Assign)
+            for target in node.targets if isinstance(target, ast.Name)}
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_profiles_name_existing_notebooks_and_parameters(profile, monkeypatch):
+    monkeypatch.setenv("TOPORAG_LLM", "/models/llm")
+    for name in PROFILES[profile]:
+        assert (NOTEBOOK_DIR / f"{name}.ipynb").exists(), f"{profile}: no notebook {name}"
+        unknown = set(notebook_parameters(profile, name)) - defined_parameters(name)
+        assert not unknown, f"{profile} passes {sorted(unknown)} to {name}, whose parameters cell lacks them"
+
+
+def test_the_summary_notebook_is_told_its_profile():
+    assert notebook_parameters("cpu-full", "07_results") == {"profile": "cpu-full"}
+    assert "profile" in defined_parameters("07_results")
+
+
+def test_gpu_paper_needs_an_llm_folder(monkeypatch):
+    monkeypatch.delenv("TOPORAG_LLM", raising=False)
+    with pytest.raises(ValueError, match="TOPORAG_LLM"):
+        notebook_parameters("gpu-paper", "04_training")

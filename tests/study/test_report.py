@@ -1,0 +1,59 @@
+"""results/README.md: the paper's numbers beside ours, each of ours labelled with its setup."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from toporag_lib.study import report
+from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.ledger import read_ledger, record_run
+
+
+def test_markdown_table_rounds_and_marks_missing_values():
+    text = report.markdown_table(pd.DataFrame({"method": ["a", "b"], "score": [0.12345, None]}))
+    assert text.splitlines() == ["| method | score |", "|---|---|", "| a | 0.123 |", "| b | – |"]
+
+
+def record(ledger, name: str, dataset: str, seed: int, score: float, families: dict | None = None) -> None:
+    """A finished run (config, metrics, predictions) recorded in the ledger, as the trainer leaves one."""
+    run = ledger.parent / f"run-{name}-{dataset}-{seed}"
+    run.mkdir()
+    config = TrainConfig(dataset=dataset, seed=seed, train=name != "zero-shot")  # one config per method
+    (run / "config.json").write_text(json.dumps(config.to_dict()))
+    metrics = {"n": 60, "score": score, **({"per_family": families} if families else {})}
+    (run / "metrics_test.json").write_text(json.dumps(metrics))
+    (run / "predictions_test.jsonl").write_text("")
+    record_run(run, ledger, name, command=f"python -m toporag_lib.training --set seed={seed}")
+
+
+def test_ledger_table_takes_means_over_seeds_of_one_setting(tmp_path):
+    ledger = tmp_path / "runs"
+    for seed, score in ((42, 0.5), (43, 0.7)):
+        record(ledger, "TopoRAG", "explagraphs", seed, score)
+    record(ledger, "zero-shot", "explagraphs", 42, 0.3)
+    table = report.ledger_table(read_ledger(ledger)).set_index("method")
+    assert table.loc["TopoRAG", "score"] == pytest.approx(0.6) and table.loc["TopoRAG", "seeds"] == "42, 43"
+    assert table.loc["TopoRAG", "score_std"] == pytest.approx(0.1414, 1e-3) and table.loc["TopoRAG", "n"] == 60
+    assert table.loc["zero-shot", "seeds"] == "42" and pd.isna(table.loc["zero-shot", "score_std"])
+
+
+def test_results_readme_puts_paper_and_ours_side_by_side(tmp_path):
+    record(tmp_path / "runs", "TopoRAG", "explagraphs", 42, 0.61)
+    record(tmp_path / "runs", "TopoRAG", "synthetic_scenes", 42, 0.25, {"loop": 0.4})
+    record(tmp_path / "runs", "zero-shot", "explagraphs", 42, 0.29)
+    pd.DataFrame({"variant": ["TopoRAG", "w/o CRL (no 2-cells)"], "score": [0.25, 0.2], "runs": [1, 1]}).to_csv(
+        tmp_path / "05_table2_ablations.csv", index=False)
+    report.write_setup(tmp_path / "04_setup.json", llm_path=None, llm_dtype="bfloat16", seed=42, epochs=1,
+                       limits={"train": 80, "val": 20, "test": 60})
+    path = report.write_results_readme(tmp_path, "cpu-quick")
+    text = path.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| TopoRAG | explagraphs |"))
+    assert "0.890" in row and "0.610" in row and "| 60 | 42 |" in row  # paper 0.8899; ours, n and seeds
+    row = next(line for line in text.splitlines() if line.startswith("| TopoRAG | synthetic_scenes |"))
+    assert "0.250" in row and "0.400" in row
+    assert "| w/o CRL (no 2-cells) | 0.200 |" in text and "0.858" in text  # paper's w/o CRL: 0.8576
+    assert text.count("_not produced in this run_") == 3  # Tables 5, 6 and 7 were not written
+    assert json.loads((tmp_path / "04_setup.json").read_text())["hardware"]

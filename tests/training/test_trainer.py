@@ -1,0 +1,219 @@
+"""Model and training loop on tiny models made in code: what learns, what is frozen, resuming, outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from tiny_models import CHATML, make_tiny_model
+
+from toporag_lib.config import ConfigError, parse_overrides
+from toporag_lib.generation.inputs import collate
+from toporag_lib.generation.soft_prompt import ModelConfig
+from toporag_lib.training import trainer as trainer_module
+from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.trainer import Trainer, run
+
+
+@pytest.fixture(scope="module")
+def tiny_llm(tmp_path_factory):
+    return make_tiny_model(tmp_path_factory.mktemp("tiny_llm"), CHATML)
+
+
+def config(tiny_llm, tiny_encoder_path, **overrides) -> TrainConfig:
+    values = dict(dataset="synthetic_scenes", dataset_options={"num_images": 8, "questions_per_image": 2, "seed": 1},
+                  limits={"train": 6, "val": 2, "test": 2}, encoder_path=str(tiny_encoder_path),
+                  llm_path=str(tiny_llm), llm_dtype="float32", epochs=2, batch_size=2, eval_batch_size=2,
+                  lr=1e-2, max_new_tokens=4, max_txt_len=48, max_grad_norm=1.0, checkpoint_every=1, patience=5,
+                  model=ModelConfig(encoder="cellular", hidden_dim=16, projector_hidden=32, num_layers=1))
+    values.update(overrides)
+    return TrainConfig.from_dict(values)
+
+
+def trainable_names(trainer: Trainer) -> set[str]:
+    return {name for name, p in trainer.model.named_parameters() if p.requires_grad}
+
+
+def test_prompt_tuning_trains_only_encoder_and_projector(tiny_llm, tiny_encoder_path, tmp_path):
+    trainer = Trainer(config(tiny_llm, tiny_encoder_path), tmp_path, progress=False)
+    names = trainable_names(trainer)
+    assert names and all(n.startswith(("encoder.", "projector.")) for n in names)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train(stop_after_steps=2)
+    after = dict(trainer.model.named_parameters())
+    changed = {n for n in before if not torch.equal(before[n], after[n].detach())}
+    assert changed == names  # every trainable weight moved, nothing else did
+
+
+def test_lora_adds_only_adapters(tiny_llm, tiny_encoder_path, tmp_path):
+    model = ModelConfig(encoder="cellular", hidden_dim=16, projector_hidden=32, num_layers=1, lora=True)
+    trainer = Trainer(config(tiny_llm, tiny_encoder_path, model=model), tmp_path, progress=False)
+    names = trainable_names(trainer)
+    assert any("lora_" in n for n in names)
+    assert all(n.startswith(("encoder.", "projector.")) or "lora_" in n for n in names)
+    assert len(trainer.optimizer.param_groups) == 2  # graph side and adapters, each with its own learning rate
+
+
+def test_loss_decreases_on_a_small_batch(tiny_llm, tiny_encoder_path, tmp_path):
+    cfg = config(tiny_llm, tiny_encoder_path, limits={"train": 2, "val": 2, "test": 2}, epochs=30, patience=100,
+                 warmup_ratio=0.0, schedule="constant")  # cosine decays before this model leaves its plateau
+    trainer = Trainer(cfg, tmp_path, progress=False)  # one batch of two questions, seen 30 times
+    trainer.train(stop_after_steps=30)
+    losses = [h["loss"] for h in trainer.state["history"] if h["loss"] is not None]
+    assert len(losses) == 30
+    assert sum(losses[-3:]) / 3 < 0.75 * losses[0]
+
+
+def test_a_killed_run_resumes_to_the_same_weights(tiny_llm, tiny_encoder_path, tmp_path):
+    model = ModelConfig(encoder="cellular", hidden_dim=16, projector_hidden=32, num_layers=1, dropout=0.2)
+    cfg = config(tiny_llm, tiny_encoder_path, model=model)
+    whole = Trainer(cfg, tmp_path / "whole", progress=False)
+    whole.train()
+    killed = Trainer(cfg, tmp_path / "killed", progress=False)
+    killed.train(stop_after_steps=4)  # mid-epoch 2 (3 steps per epoch): the process "dies" here
+    resumed = Trainer(cfg, tmp_path / "killed", progress=False)
+    assert resumed.resume() and resumed.state["epoch"] == 1 and resumed.state["step"] == 1
+    resumed.train()
+    expected, got = whole.model.trainable_state(), resumed.model.trainable_state()
+    assert expected.keys() == got.keys()
+    assert all(torch.equal(expected[k], got[k]) for k in expected)
+
+
+def test_a_finished_constant_rate_run_extends_to_the_weights_of_a_longer_run(tiny_llm, tiny_encoder_path, tmp_path):
+    cfg = config(tiny_llm, tiny_encoder_path, schedule="constant", warmup_ratio=0.0)
+    whole = Trainer(cfg, tmp_path / "whole", progress=False)
+    whole.train()
+    short = Trainer(config(tiny_llm, tiny_encoder_path, schedule="constant", warmup_ratio=0.0, epochs=1),
+                    tmp_path / "short", progress=False)
+    short.train()
+    assert short.state["done"] and short.state["epoch"] == 1
+    extended = Trainer(cfg, tmp_path / "short", progress=False)
+    assert extended.resume() and not extended.state["done"]
+    extended.train()
+    assert extended.state["epoch"] == 2
+    expected, got = whole.model.trainable_state(), extended.model.trainable_state()
+    assert all(torch.equal(expected[k], got[k]) for k in expected)
+
+
+def test_resuming_under_another_config_is_refused(tiny_llm, tiny_encoder_path, tmp_path):
+    Trainer(config(tiny_llm, tiny_encoder_path, epochs=1), tmp_path, progress=False).train(stop_after_steps=1)
+    with pytest.raises(ValueError, match=r"different config \(lr\)"):
+        Trainer(config(tiny_llm, tiny_encoder_path, epochs=1, lr=5e-3), tmp_path, progress=False)
+    with pytest.raises(ValueError, match="from 1 to 2 epochs"):  # cosine: more epochs reshape the schedule
+        Trainer(config(tiny_llm, tiny_encoder_path, epochs=2), tmp_path, progress=False)
+    assert json.loads((tmp_path / "config.json").read_text())["epochs"] == 1  # the folder still describes its run
+
+
+def test_run_writes_config_history_predictions_and_metrics(tiny_llm, tiny_encoder_path, tmp_path):
+    metrics = run(config(tiny_llm, tiny_encoder_path, epochs=1), tmp_path, progress=False)
+    assert metrics["n"] == 2 and 0.0 <= metrics["score"] <= 1.0
+    assert set(metrics["per_family"]) <= {"attribute", "path", "loop"}
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["model"]["encoder"] == "cellular" and saved["seed"] == 42
+    lines = (tmp_path / "predictions_test.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and {"pred", "label", "family"} <= set(json.loads(lines[0]))
+    assert (tmp_path / "history.csv").exists() and (tmp_path / "best.pt").exists()
+
+
+def test_every_long_phase_shows_a_progress_bar(tiny_llm, tiny_encoder_path, tmp_path, capsys):
+    run(config(tiny_llm, tiny_encoder_path, epochs=1, select_by="val_score"), tmp_path, progress=True)
+    shown = capsys.readouterr().err
+    for phase in ("epoch 1", "validation loss", "validation answers", "generating"):
+        assert phase in shown, phase
+
+
+def test_inference_only_configuration(tiny_llm, tiny_encoder_path, tmp_path):
+    cfg = config(tiny_llm, tiny_encoder_path, train=False, model=ModelConfig(encoder=None))
+    metrics = run(cfg, tmp_path, progress=False)
+    assert metrics["epochs_run"] == 0 and metrics["n"] == 2
+
+
+def test_unknown_config_keys_and_wrong_types_are_named_at_every_depth():
+    for values, where in (({"epochz": 3}, r"TrainConfig: unknown key\(s\) \['epochz'\]"),
+                          ({"limits": {"trian": 5}}, r"TrainConfig.limits: unknown key\(s\) \['trian'\]"),
+                          ({"retrieval": {"k_1": 1}}, r"TrainConfig.retrieval: unknown key\(s\) \['k_1'\]"),
+                          ({"model": {"encoder": "gat", "layers": 2}}, r"TrainConfig.model: unknown key"),
+                          ({"epochs": "two"}, r"TrainConfig.epochs: expected int, got 'two'"),
+                          ({"lift": {"tree": 1}}, r"TrainConfig.lift.tree: expected str"),
+                          ({"batch_size": 0}, r"TrainConfig.batch_size=0: expected a positive int"),
+                          ({"lr": -1}, r"TrainConfig.lr=-1.0: expected a non-negative number"),
+                          ({"llm_dtype": "bf16"}, r"TrainConfig.llm_dtype='bf16': expected one of")):
+        with pytest.raises(ConfigError, match=where):
+            TrainConfig.from_dict(values)
+
+
+def test_a_partial_retrieval_changes_only_its_keys_over_the_datasets_defaults():
+    explagraphs = TrainConfig.from_dict({"dataset": "explagraphs", "retrieval": {"k2": 0}}).retrieval
+    assert explagraphs.method == "whole_graph" and explagraphs.k2 == 0  # the dataset's method stays
+    webqsp = TrainConfig.from_dict({"dataset": "webqsp", "retrieval": {"k2": 3}}).retrieval
+    assert (webqsp.method, webqsp.k1, webqsp.k2) == ("toporag", 3, 3)
+    assert TrainConfig(dataset="explagraphs").retrieval.method == "whole_graph"
+
+
+def test_command_line_overrides():
+    assert parse_overrides(["epochs=1", "model.encoder=gat", "dataset=explagraphs", "limits.train=null"]) == {
+        "epochs": 1, "model": {"encoder": "gat"}, "dataset": "explagraphs", "limits": {"train": None}}
+
+
+def test_constant_schedule_and_betas_reach_the_optimizer(tiny_llm, tiny_encoder_path, tmp_path):
+    cfg = config(tiny_llm, tiny_encoder_path, schedule="constant", adam_betas=[0.9, 0.95], warmup_ratio=0.0)
+    trainer = Trainer(cfg, tmp_path, progress=False)
+    trainer.train(stop_after_steps=3)
+    assert all(g["lr"] == cfg.lr and g["betas"] == (0.9, 0.95) for g in trainer.optimizer.param_groups)
+    with pytest.raises(ValueError, match="schedule='linear': expected one of"):
+        TrainConfig(schedule="linear")
+
+
+def test_selection_by_validation_score_keeps_the_best_scoring_epoch(tiny_llm, tiny_encoder_path, tmp_path,
+                                                                   monkeypatch):
+    losses, scores = iter([0.9, 0.8, 0.7]), iter([0.2, 0.5, 0.3])  # by loss the last epoch would win
+    monkeypatch.setattr(trainer_module, "validation_loss", lambda *args: next(losses))
+    monkeypatch.setattr(trainer_module, "validation_score", lambda *args: next(scores))
+    trainer = Trainer(config(tiny_llm, tiny_encoder_path, epochs=3, select_by="val_score"), tmp_path, progress=False)
+    trainer.train()
+    assert trainer.state["best_epoch"] == 1 and trainer.state["bad_epochs"] == 1
+    best, last = torch.load(tmp_path / "best.pt", weights_only=True), trainer.model.trainable_state()
+    assert any(not torch.equal(best[k], last[k]) for k in best)  # the kept weights are not the last epoch's
+    metrics = trainer.evaluate("test")
+    assert metrics["selected_by"] == "val_score" and metrics["selected_epoch"] == 2
+    assert metrics["best_val_score"] == 0.5 and metrics["best_val_loss"] == 0.8
+    with pytest.raises(ValueError, match="select_by='val_accuracy': expected one of"):
+        TrainConfig(select_by="val_accuracy")
+
+
+def test_validation_score_is_the_metric_of_greedy_answers(tiny_llm, tiny_encoder_path, tmp_path, monkeypatch):
+    trainer = Trainer(config(tiny_llm, tiny_encoder_path, limits={"train": 2, "val": 4, "test": 2}), tmp_path,
+                      progress=False)  # every other answer right
+    monkeypatch.setattr(trainer.model, "generate", lambda batch, *args: [
+        label if i % 2 == 0 else "no idea" for i, label in enumerate(batch.labels)])
+    assert trainer_module.validation_score(trainer.model, trainer.examples["val"], trainer.config) == 0.5
+
+
+def test_a_checkpoint_from_before_a_new_config_field_still_resumes(tiny_llm, tiny_encoder_path, tmp_path):
+    cfg = config(tiny_llm, tiny_encoder_path, epochs=1)
+    Trainer(cfg, tmp_path, progress=False).train(stop_after_steps=1)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    del saved["select_by"]  # as written by a version without this field (its default then)
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    resumed = Trainer(cfg, tmp_path, progress=False)
+    assert resumed.resume() and resumed.state["step"] == 1
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parents[2] / "configs").glob("*.json")), ids=lambda p: p.name)
+def test_shipped_configs_are_valid(path):
+    config = TrainConfig.from_dict(json.loads(path.read_text()))
+    assert config.dataset in path.name
+
+
+def test_several_soft_tokens_are_distinct_and_follow_the_graph(tiny_llm, tiny_encoder_path, tmp_path):
+    model = ModelConfig(encoder="cellular", hidden_dim=16, projector_hidden=32, num_layers=1, num_soft_tokens=3,
+                        virtual_tokens=2)
+    trainer = Trainer(config(tiny_llm, tiny_encoder_path, model=model), tmp_path, progress=False)
+    batch = collate(trainer.examples["train"][:2])
+    soft = trainer.model.soft_prompt(batch)
+    assert soft.shape == (2, 5, trainer.model.llm.hidden_size)  # 3 from the complex, then 2 virtual tokens
+    assert not torch.allclose(soft[0, 0], soft[0, 1])  # each graph token is its own slice of the projector
+    assert torch.equal(soft[0, 3:], soft[1, 3:])  # virtual tokens do not depend on the graph
+    assert torch.isfinite(trainer.model.loss(batch, max_txt_len=48))

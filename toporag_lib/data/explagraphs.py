@@ -1,0 +1,79 @@
+"""ExplaGraphs (commonsense stance with explanation graphs), in G-Retriever's layout and split.
+
+The project ships `train_dev.tsv` and G-Retriever's split files under `toporag_lib/data/bundled/explagraphs/`
+(MIT; see ATTRIBUTION.md there). G-Retriever uses the whole graph for every question (no retrieval).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from toporag_lib.data.dataset import SPLITS, QADataset, require_file
+from toporag_lib.data.graph import QASample, TextualGraph
+from toporag_lib.paths import BUNDLED_DATA
+
+BUNDLED_ROOT = BUNDLED_DATA / "explagraphs"
+PROMPT = ("Question: Do argument 1 and argument 2 support or counter each other? "
+          "Answer in one word in the form of 'support' or 'counter'.\n\nAnswer:")
+TRIPLE = re.compile(r"\((.*?)\)")
+HOW_TO_GET = ("the project ships it under toporag_lib/data/bundled/explagraphs/; otherwise take train_dev.tsv and "
+              "split/*_indices.txt from G-Retriever's dataset/expla_graphs")
+
+
+class GraphParseError(ValueError):
+    """An ExplaGraphs graph string that does not parse into (head; relation; tail) triples."""
+
+
+def parse_graph(graph: str, row: int | str = "?") -> TextualGraph:
+    """Parse `(head; relation; tail)(...)` into a TextualGraph exactly as G-Retriever does.
+
+    Node text lower-cased and stripped, node ids in order of first appearance; edge text lower-cased, stripped.
+    """
+    triples = TRIPLE.findall(graph)
+    if not triples:
+        raise GraphParseError(f"ExplaGraphs row {row}: no '(head; relation; tail)' triple in {graph!r}")
+    node_ids: dict[str, int] = {}
+    edges = []
+    for triple in triples:
+        parts = triple.split(";")
+        if len(parts) != 3:
+            raise GraphParseError(f"ExplaGraphs row {row}: triple {triple!r} has {len(parts)} ';'-separated "
+                                  "parts, expected 3")
+        src, rel, dst = (p.lower().strip() for p in parts)
+        for name in (src, dst):
+            node_ids.setdefault(name, len(node_ids))
+        edges.append((node_ids[src], node_ids[dst], rel))
+    return TextualGraph(nodes=list(node_ids), edges=edges)
+
+
+def question_text(arg1: str, arg2: str) -> str:
+    return f"Argument 1: {arg1}\nArgument 2: {arg2}\n{PROMPT}"
+
+
+def read_split(root: Path) -> dict[str, list[int]]:
+    split = {}
+    for name in SPLITS:
+        path = require_file(root / "split" / f"{name}_indices.txt", HOW_TO_GET)
+        split[name] = [int(line) for line in path.read_text().split()]
+    return split
+
+
+def load_explagraphs(root: str | Path | None = None) -> QADataset:
+    """The 2,766 ExplaGraphs samples in file order, with G-Retriever's 1,659 / 553 / 554 split."""
+    root = Path(root) if root is not None else BUNDLED_ROOT
+    path = require_file(root / "train_dev.tsv", HOW_TO_GET)
+    table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    missing = {"arg1", "arg2", "label", "graph"} - set(table.columns)
+    if missing:
+        raise ValueError(f"{path}: missing columns {sorted(missing)}")
+    samples = []
+    for row in table.itertuples():
+        if row.label not in ("support", "counter"):
+            raise ValueError(f"{path}, row {row.Index}: label {row.label!r} is neither 'support' nor 'counter'")
+        graph = parse_graph(row.graph, row=f"{row.Index} of {path}")
+        samples.append(QASample(id=str(row.Index), question=question_text(row.arg1, row.arg2),
+                                label=row.label, graph=graph))
+    return QADataset("explagraphs", samples, read_split(root))

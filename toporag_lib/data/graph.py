@@ -1,0 +1,121 @@
+"""The data model: textual graphs, question-answer samples, and G-Retriever's textualization."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import torch
+
+Edge = tuple[int, int, str]
+
+
+@dataclass(frozen=True)
+class TextualGraph:
+    """A directed multigraph whose nodes and edges carry text.
+
+    `nodes[i]` is node i's text; `edges[j] = (src, dst, text)` is edge j. Parallel edges and self-loops are
+    allowed here; how the lifting treats them is documented in `toporag_lib.topology.lifting`.
+    """
+
+    nodes: list[str]
+    edges: list[Edge]
+
+    def __post_init__(self) -> None:
+        n = len(self.nodes)
+        for j, edge in enumerate(self.edges):
+            if len(edge) != 3:
+                raise ValueError(f"edge {j} is {edge!r}: expected (src, dst, text)")
+            src, dst, _ = edge
+            if not (0 <= src < n and 0 <= dst < n):
+                raise ValueError(f"edge {j} ({src} -> {dst}) names a node outside 0..{n - 1}")
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def num_edges(self) -> int:
+        return len(self.edges)
+
+    @property
+    def edge_texts(self) -> list[str]:
+        return [text for _, _, text in self.edges]
+
+    @property
+    def edge_index(self) -> torch.Tensor:
+        """Long tensor of shape [2, num_edges]: row 0 sources, row 1 targets."""
+        if not self.edges:
+            return torch.empty(2, 0, dtype=torch.long)
+        return torch.tensor([[s for s, _, _ in self.edges], [d for _, d, _ in self.edges]], dtype=torch.long)
+
+    def num_components(self) -> int:
+        """Connected components of the underlying undirected graph (isolated nodes count)."""
+        parent = list(range(self.num_nodes))
+
+        def find(x: int) -> int:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        components = self.num_nodes
+        for src, dst, _ in self.edges:
+            a, b = find(src), find(dst)
+            if a != b:
+                parent[a] = b
+                components -= 1
+        return components
+
+    def num_independent_cycles(self) -> int:
+        """First Betti number |E| - |V| + components of the simple graph (no self-loops, no parallel edges)."""
+        simple = {frozenset((s, d)) for s, d, _ in self.edges if s != d}
+        return len(simple) - self.num_nodes + self.num_components()
+
+
+@dataclass(frozen=True)
+class QASample:
+    """One question about one graph. `meta` holds dataset-specific extras: `query` (the raw question that retrieval
+    embeds, as G-Retriever does; defaults to `question`), a question family, answer nodes."""
+
+    id: str
+    question: str
+    label: str
+    graph: TextualGraph
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def query(self) -> str:
+        return self.meta.get("query", self.question)
+
+
+def graph_key(graph: TextualGraph) -> str:
+    """Content hash of a graph (node texts, edges), so that questions sharing one graph can share its work."""
+    digest = hashlib.sha1()
+    for node in graph.nodes:
+        digest.update(node.encode() + b"\0")
+    for src, dst, text in graph.edges:
+        digest.update(f"{src},{dst},{text}\0".encode())
+    return digest.hexdigest()
+
+
+def nodes_frame(graph: TextualGraph, node_ids: list[int] | None = None) -> pd.DataFrame:
+    """G-Retriever's nodes table (`node_id,node_attr`), optionally restricted to `node_ids`."""
+    ids = range(graph.num_nodes) if node_ids is None else node_ids
+    return pd.DataFrame({"node_id": list(ids), "node_attr": [graph.nodes[i] for i in ids]},
+                        columns=["node_id", "node_attr"])
+
+
+def edges_frame(graph: TextualGraph, edge_ids: list[int] | None = None) -> pd.DataFrame:
+    """G-Retriever's edges table (`src,edge_attr,dst`), optionally restricted to `edge_ids`."""
+    ids = range(graph.num_edges) if edge_ids is None else edge_ids
+    rows = [graph.edges[j] for j in ids]
+    return pd.DataFrame({"src": [s for s, _, _ in rows], "edge_attr": [t for _, _, t in rows],
+                         "dst": [d for _, d, _ in rows]}, columns=["src", "edge_attr", "dst"])
+
+
+def textualize(graph: TextualGraph, node_ids: list[int] | None = None, edge_ids: list[int] | None = None) -> str:
+    """G-Retriever's text of a (sub)graph: the nodes CSV, a newline, the edges CSV, as pandas writes them."""
+    return nodes_frame(graph, node_ids).to_csv(index=False) + "\n" + edges_frame(graph, edge_ids).to_csv(index=False)

@@ -1,0 +1,81 @@
+"""Everything the project knows about each dataset, in one place: how to load it, how its answers are scored,
+which retrieval its questions get by default, and what the paper reports about it (Table 4).
+
+| name | options | source | metric | default retrieval |
+|---|---|---|---|---|
+| `explagraphs` | `root=` (default: bundled) | G-Retriever's ExplaGraphs, shipped | accuracy (first class word) | whole graph, as G-Retriever |
+| `scenegraphs` | `root=` (required), `questions=`, `scene_graphs=` | official GQA files, local | `label in prediction` | TopoRAG, k1 = 5 |
+| `gqa_fixtures` | none | 7 real GQA scene graphs, shipped | `label in prediction` | TopoRAG, k1 = 5 |
+| `webqsp` | `root=` (required) | RoG-webqsp, local | Hit | TopoRAG, k1 = 3 |
+| `synthetic_scenes` | `num_images=`, `questions_per_image=`, `seed=` | generated here | `label in prediction` | TopoRAG, k1 = 5 |
+
+Retrieval defaults are overrides of `toporag_lib.retrieval.RetrievalConfig`'s (the paper's top-k, section 5.1,
+and G-Retriever's cost_e; c2 and k2 are ours).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any
+
+from toporag_lib.data import metrics
+from toporag_lib.data.dataset import QADataset
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One dataset: its loader ("module:function"), metric, per-question verdict, retrieval and paper numbers."""
+
+    name: str
+    loader: str
+    metric: metrics.Metric
+    correct: metrics.Verdict
+    retrieval: dict[str, Any] = field(default_factory=dict)
+    paper_stats: dict[str, float] = field(default_factory=dict)  # the paper's Table 4: graphs, avg nodes, edges
+
+    def load_function(self) -> Callable[..., QADataset]:
+        """The loader itself (its module is imported on first use)."""
+        module, function = self.loader.split(":")
+        return getattr(import_module(module), function)
+
+    def load(self, **options: Any) -> QADataset:
+        return self.load_function()(**options)
+
+
+_SCENES = {"metric": metrics.scenegraphs_accuracy, "correct": metrics.scenegraphs_correct}
+
+DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
+    DatasetSpec("explagraphs", "toporag_lib.data.explagraphs:load_explagraphs", metrics.explagraphs_accuracy,
+                metrics.explagraphs_correct, {"method": "whole_graph"},
+                {"graphs": 2766, "avg_nodes": 5.17, "avg_edges": 4.25}),
+    DatasetSpec("scenegraphs", "toporag_lib.data.gqa:load_scenegraphs", **_SCENES,
+                paper_stats={"graphs": 100000, "avg_nodes": 19.13, "avg_edges": 68.44}),
+    DatasetSpec("gqa_fixtures", "toporag_lib.data.gqa:load_gqa_fixtures", **_SCENES),
+    DatasetSpec("webqsp", "toporag_lib.data.webqsp:load_webqsp", metrics.webqsp_hit, metrics.webqsp_correct,
+                {"k1": 3}, {"graphs": 4737, "avg_nodes": 1370.89, "avg_edges": 4252.37}),
+    DatasetSpec("synthetic_scenes", "toporag_lib.data.synthetic_scenes:load_synthetic_scenes", **_SCENES),
+)}
+
+
+def dataset_spec(name: str) -> DatasetSpec:
+    """The registry entry of `name` (ValueError naming the known datasets otherwise)."""
+    if name not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; known: {sorted(DATASETS)}")
+    return DATASETS[name]
+
+
+def load_dataset(name: str, **options: Any) -> QADataset:
+    """Load a dataset by name; see the module docstring for each dataset's options."""
+    return dataset_spec(name).load(**options)
+
+
+def metric_for(name: str) -> metrics.Metric:
+    """The headline metric of a dataset (a mean over questions)."""
+    return dataset_spec(name).metric
+
+
+def correct_for(name: str) -> metrics.Verdict:
+    """Whether one prediction is right under the dataset's headline metric; the metric is its mean."""
+    return dataset_spec(name).correct

@@ -1,0 +1,121 @@
+"""TopoRAG and its baselines as one model: graph encoder -> projector -> soft prompt -> frozen LLM (or LoRA).
+
+| configuration | encoder | soft prompt | graph text | LLM |
+|---|---|---|---|---|
+| TopoRAG (prompt tuning) | `cellular` | projected complex | subcomplex | frozen |
+| TopoRAG + LoRA | `cellular` | projected complex | subcomplex | LoRA |
+| G-Retriever | `gt` or `gat` | projected graph | subgraph | frozen / LoRA |
+| GraphToken | `gat` | projected graph | none | frozen |
+| prompt tuning | none | `virtual_tokens` learned vectors | subgraph | frozen |
+| LoRA on text, zero-shot | none | none | subgraph | LoRA / frozen |
+
+The projector is G-Retriever's (Linear, Sigmoid, Linear), widened to `num_soft_tokens` tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import Tensor, nn
+
+from toporag_lib.generation.inputs import ExampleBatch
+from toporag_lib.generation.llm import (
+    LLM,
+    apply_lora,
+    load_trainable_state,
+    trainable_state,
+)
+from toporag_lib.nn.encoders import build_encoder
+
+
+@dataclass
+class ModelConfig:
+    encoder: str | None = "cellular"  # "cellular", "gcn", "gat", "gt", or None
+    hidden_dim: int = 256
+    num_layers: int = 2
+    dropout: float = 0.0
+    num_soft_tokens: int = 1
+    projector_hidden: int = 1024
+    virtual_tokens: int = 0  # graph-independent learned tokens (plain prompt tuning)
+    lora: bool = False
+    lora_r: int = 8
+    lora_alpha: int = 16
+    lora_dropout: float = 0.05
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class TopoRAGModel(nn.Module):
+    """Soft prompt from the (sub)complex, next to its text, into the LLM."""
+
+    def __init__(self, llm: LLM, in_dim: int, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        if config.lora:
+            apply_lora(llm, r=config.lora_r, alpha=config.lora_alpha, dropout=config.lora_dropout)
+        self.llm = llm
+        hidden = llm.hidden_size
+        self.encoder = None
+        self.projector = None
+        if config.encoder is not None:
+            self.encoder = build_encoder(config.encoder, in_dim, config.hidden_dim, config.hidden_dim,
+                                         config.num_layers, config.dropout)
+            self.projector = nn.Sequential(nn.Linear(config.hidden_dim, config.projector_hidden), nn.Sigmoid(),
+                                           nn.Linear(config.projector_hidden, config.num_soft_tokens * hidden))
+        self.virtual = (nn.Parameter(torch.randn(config.virtual_tokens, hidden) * 0.02)
+                        if config.virtual_tokens else None)
+        for part in (self.encoder, self.projector):  # the graph side lives where the LLM does (fp32 weights)
+            if part is not None:
+                part.to(llm.device)
+        if self.virtual is not None:
+            self.virtual.data = self.virtual.data.to(llm.device)
+
+    def soft_prompt(self, batch: ExampleBatch) -> Tensor | None:
+        """[B, n, H] float32 soft tokens, or None when the configuration has none."""
+        parts = []
+        if self.encoder is not None:
+            pooled = self.encoder(batch.graphs.to(self.llm.device))
+            parts.append(self.projector(pooled).view(len(batch), self.config.num_soft_tokens, -1))
+        if self.virtual is not None:
+            parts.append(self.virtual.unsqueeze(0).expand(len(batch), -1, -1))
+        return torch.cat(parts, dim=1) if parts else None
+
+    def loss(self, batch: ExampleBatch, max_txt_len: int = 512, max_answer_len: int = 32,
+             reduction: str = "mean") -> Tensor:
+        return self.llm.loss(self.soft_prompt(batch), batch.texts, batch.questions, batch.labels,
+                             max_txt_len=max_txt_len, max_answer_len=max_answer_len, reduction=reduction)
+
+    def loss_terms(self, batch: ExampleBatch, max_txt_len: int = 512,
+                   max_answer_len: int = 32) -> tuple[Tensor, Tensor]:
+        """The batch loss as (numerator, denominator): the answer tokens' summed loss and their number, which
+        data-parallel processes add up before dividing."""
+        token_loss, counted = self.llm.token_losses(self.soft_prompt(batch), batch.texts, batch.questions,
+                                                    batch.labels, max_txt_len=max_txt_len,
+                                                    max_answer_len=max_answer_len)
+        return token_loss.sum(), counted.sum()
+
+    @torch.no_grad()
+    def generate(self, batch: ExampleBatch, max_txt_len: int = 512, max_new_tokens: int = 32) -> list[str]:
+        return self.llm.generate(self.soft_prompt(batch), batch.texts, batch.questions, max_txt_len=max_txt_len,
+                                 max_new_tokens=max_new_tokens)
+
+    def trainable_state(self) -> dict[str, Tensor]:
+        """Only the weights that training changes (encoder, projector, virtual tokens, LoRA adapters)."""
+        return trainable_state(self)
+
+    def load_trainable_state(self, state: dict[str, Tensor]) -> None:
+        load_trainable_state(self, state)
+
+    def parameter_groups(self, lr: float, lora_lr: float, weight_decay: float) -> list[dict]:
+        """AdamW groups: graph side (encoder, projector, virtual tokens) and LoRA adapters, each with its lr."""
+        adapters = [p for n, p in self.llm.named_parameters() if p.requires_grad]
+        adapter_ids = {id(p) for p in adapters}
+        graph_side = [p for p in self.parameters() if p.requires_grad and id(p) not in adapter_ids]
+        groups = []
+        if graph_side:
+            groups.append({"params": graph_side, "lr": lr, "weight_decay": weight_decay})
+        if adapters:
+            groups.append({"params": adapters, "lr": lora_lr, "weight_decay": weight_decay})
+        return groups

@@ -1,0 +1,55 @@
+"""Retrieval settings, written once: the method and its parameters, with the defaults of the scene-graph datasets.
+
+Each dataset's own defaults are overrides of these (`toporag_lib.data.registry`); `RetrievalConfig.kwargs()` gives
+the keyword arguments of `retrieve` for its method, the parameters the method does not read left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from toporag_lib.data.registry import dataset_spec
+
+METHOD_PARAMS: dict[str, tuple[str, ...]] = {
+    "toporag": ("k0", "k1", "k2", "c2", "cost_e"),
+    "gretriever": ("k0", "k1", "cost_e"),
+    "shortest_path": ("k0",),
+    "whole_graph": (),
+    "khop": ("k0", "hops"),
+    "kaping": ("k1",),
+}
+METHODS = tuple(METHOD_PARAMS)
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """A retrieval method and every parameter any method reads (each method reads the ones METHOD_PARAMS lists).
+
+    k0, k1: top-k 0- and 1-cells that get rank prizes (eq. 13); k2: top-k 2-cells (Algorithm 3); c2: the cost per
+    boundary edge in a 2-cell's prize (eq. 14); cost_e: G-Retriever's edge cost; hops: the k-hop baseline's radius.
+    """
+
+    method: str = "toporag"
+    k0: int = 3
+    k1: int = 5
+    k2: int = 2
+    c2: float = 1.0
+    cost_e: float = 0.5
+    hops: int = 1
+
+    def __post_init__(self) -> None:
+        if self.method not in METHOD_PARAMS:
+            raise ValueError(f"unknown retrieval method {self.method!r}; known: {list(METHOD_PARAMS)}")
+
+    def kwargs(self) -> dict[str, Any]:
+        """`retrieve`'s keyword arguments: the method and the parameters it reads."""
+        return {"method": self.method, **{name: getattr(self, name) for name in METHOD_PARAMS[self.method]}}
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def dataset_retrieval(dataset: str, **changes: Any) -> RetrievalConfig:
+    """The retrieval `dataset`'s questions get by default (its registry overrides), with `changes` on top."""
+    return RetrievalConfig(**{**dataset_spec(dataset).retrieval, **changes})

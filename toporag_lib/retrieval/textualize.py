@@ -1,0 +1,43 @@
+"""Text of a retrieved subcomplex, as the LLM reads it.
+
+G-Retriever's nodes CSV and edges CSV (original ids, byte for byte as `graph.textualize`), then, only when 2-cells
+were retrieved, a blank line and a compact table of the 2-cells as closed walks in node ids and relations:
+
+    cell_id,cycle
+    0,3 -on-> 5 <-under- 7 -to the left of-> 3
+
+`a -r-> b` is an edge from a to b with text r; `a <-r- b` one from b to a. Without 2-cells the text is exactly
+G-Retriever's, so baselines and TopoRAG differ only by what they retrieve.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from toporag_lib.data.graph import TextualGraph, textualize
+from toporag_lib.retrieval.methods import Subcomplex
+from toporag_lib.topology.complex import CellComplex
+
+
+def cycle_text(graph: TextualGraph, cc: CellComplex, cell: int) -> str:
+    """One 2-cell's boundary walk, e.g. `3 -on-> 5 <-under- 7 -left of-> 3`."""
+    nodes, edges, signs, _ = cc.cell(cell)
+    parts = [str(nodes[0])]
+    for i, (edge, sign) in enumerate(zip(edges, signs)):
+        relation = graph.edges[edge][2]
+        arrow = f"-{relation}->" if sign > 0 else f"<-{relation}-"
+        parts += [arrow, str(nodes[(i + 1) % len(nodes)])]
+    return " ".join(parts)
+
+
+def cells_csv(graph: TextualGraph, cc: CellComplex, cells2) -> str:
+    rows = {"cell_id": [int(c) for c in cells2], "cycle": [cycle_text(graph, cc, int(c)) for c in cells2]}
+    return pd.DataFrame(rows, columns=["cell_id", "cycle"]).to_csv(index=False)
+
+
+def textualize_subcomplex(graph: TextualGraph, cc: CellComplex, sub: Subcomplex) -> str:
+    """Nodes CSV, edges CSV, and (when there are any) the retrieved 2-cells as cycles."""
+    text = textualize(graph, node_ids=sub.nodes.tolist(), edge_ids=sub.edges.tolist())
+    if sub.num_cells(2):
+        text += "\n" + cells_csv(graph, cc, sub.cells2)
+    return text

@@ -1,0 +1,136 @@
+"""The paper's methods and baselines as configurations of one model (no forks), and a runner for a table of them.
+
+    table = run_methods("explagraphs", ["zero-shot", "G-Retriever", "TopoRAG"], runs_dir, limits={...})
+
+Each preset is a partial `TrainConfig` (sparse overrides of its defaults); `retrieval` values are merged over the
+dataset's defaults (on ExplaGraphs every graph-based method sees the whole graph, as G-Retriever does). Anything in
+`overrides` applies to every method alike, so comparisons stay fair. Every run is recorded in the results ledger.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from toporag_lib.config import merge
+from toporag_lib.paths import results_dir
+from toporag_lib.retrieval.config import dataset_retrieval
+from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.ledger import config_digest as digest_of
+from toporag_lib.training.ledger import record_run
+from toporag_lib.training.trainer import run
+
+COT = "\nLet's think step by step."
+COT_BAG = "\nLet's construct a graph with the nodes and edges first."
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "zero-shot": {"train": False, "model": {"encoder": None}},
+    "zero-shot CoT": {"train": False, "model": {"encoder": None}, "question_suffix": COT, "max_new_tokens": 64},
+    "CoT-BAG": {"train": False, "model": {"encoder": None}, "question_suffix": COT_BAG, "max_new_tokens": 64},
+    "KAPING": {"train": False, "model": {"encoder": None}, "retrieval": {"method": "kaping", "k1": 5}},
+    "prompt tuning": {"model": {"encoder": None, "virtual_tokens": 10}},
+    "GraphToken": {"model": {"encoder": "gat"}, "graph_text": False, "retrieval": {"method": "gretriever"}},
+    "G-Retriever": {"model": {"encoder": "gt"}, "retrieval": {"method": "gretriever"}},
+    "G-Retriever + LoRA": {"model": {"encoder": "gt", "lora": True}, "retrieval": {"method": "gretriever"}},
+    "G-Retriever (PyG)": {"engine": "pyg", "model": {"encoder": "gat"}, "retrieval": {"method": "gretriever"}},
+    "G-Retriever (PyG) + LoRA": {"engine": "pyg", "model": {"encoder": "gat", "lora": True},
+                                 "retrieval": {"method": "gretriever"}},
+    "LoRA (text only)": {"model": {"encoder": None, "lora": True}, "retrieval": {"method": "gretriever"}},
+    "TopoRAG": {"model": {"encoder": "cellular"}, "retrieval": {"method": "toporag"}},
+    "TopoRAG + LoRA": {"model": {"encoder": "cellular", "lora": True}, "retrieval": {"method": "toporag"}},
+}
+
+
+# Table 2 of the paper, as changes to TopoRAG: w/o CRL keeps the graph (no 2-cells are retrieved, so the cellular
+# network runs on nodes and edges only), w/o TSR retrieves shortest paths, w/o MTR encodes with a GCN.
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "TopoRAG": {},
+    "w/o CRL (no 2-cells)": {"retrieval": {"k2": 0}},
+    "w/o TSR (shortest path)": {"retrieval": {"method": "shortest_path"}},
+    "w/o MTR (GCN)": {"model": {"encoder": "gcn"}},
+}
+
+# Table 5: the spanning tree that picks the fundamental cycles, plus our minimum cycle basis.
+CYCLE_BASES: dict[str, dict[str, Any]] = {
+    "BFS": {"lift": {"tree": "bfs"}},
+    "DFS": {"lift": {"tree": "dfs"}},
+    "random": {"lift": {"tree": "random"}},
+    "minimum basis": {"lift": {"basis": "minimum"}},
+}
+
+
+def method_config(method: str, dataset: str, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """The TrainConfig of `method` on `dataset`, with `overrides` applied to it (and to every other method).
+
+    Retrieval is the dataset's defaults, then the method's, then any `retrieval` in `overrides`.
+    """
+    if method not in PRESETS:
+        raise ValueError(f"unknown method {method!r}; known: {sorted(PRESETS)}")
+    preset = PRESETS[method]
+    overrides = dict(overrides or {})
+    retrieval_overrides = overrides.pop("retrieval", {})
+    values = merge({"dataset": dataset}, {k: v for k, v in preset.items() if k != "retrieval"})
+    values = merge(values, overrides)
+    whole_graph = dataset_retrieval(dataset).method == "whole_graph"
+    preset_retrieval = preset.get("retrieval", {})
+    if whole_graph and preset_retrieval.get("method") != "kaping":
+        preset_retrieval = {}  # ExplaGraphs: whole graph for every graph method, as G-Retriever does
+    values["retrieval"] = {**preset_retrieval, **retrieval_overrides}
+    return TrainConfig.from_dict(values)
+
+
+def config_digest(config: TrainConfig) -> str:
+    return digest_of(config.to_dict())
+
+
+def run_cached(config: TrainConfig, name: str, runs_dir: str | Path, progress: bool = True,
+               ledger: str | Path | None = None) -> dict[str, Any]:
+    """Train and evaluate `config` in `runs_dir/<dataset>/<name>-<config hash>`: a run with the same config, under
+    any name (whichever notebook ran it), is read back when finished and resumed when interrupted. The finished run
+    is recorded in `ledger` (default: `results/runs`). One flat row of metrics."""
+    digest = config_digest(config)
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", name.replace("+", "plus")).strip("_")
+    same = sorted((Path(runs_dir) / config.dataset).glob(f"*-{digest}"))
+    out = same[0] if same else Path(runs_dir) / config.dataset / f"{slug}-{digest}"
+    done = out / "metrics_test.json"
+    metrics = json.loads(done.read_text()) if done.exists() else run(config, out, progress)
+    record_run(out, ledger if ledger is not None else results_dir() / "runs", name)
+    return {**{k: v for k, v in metrics.items() if k != "per_family"},
+            **{f"acc_{k}": v for k, v in metrics.get("per_family", {}).items()}, "run": str(out)}
+
+
+def run_methods(dataset: str, methods: list[str], runs_dir: str | Path, overrides: dict[str, Any] | None = None,
+                progress: bool = True) -> pd.DataFrame:
+    """Run each method (reusing finished runs, resuming interrupted ones); one row of metrics per method."""
+    return pd.DataFrame([{"method": method, **run_cached(method_config(method, dataset, overrides), method, runs_dir,
+                                                         progress)} for method in methods])
+
+
+def variant_config(method: str, dataset: str, change: dict[str, Any], overrides: dict[str, Any] | None = None,
+                   seed: int = 42) -> TrainConfig:
+    """`method`'s config with `overrides`, then the variant's `change`, then `seed`."""
+    return method_config(method, dataset, merge(merge(overrides or {}, change), {"seed": seed}))
+
+
+def run_variants(dataset: str, variants: dict[str, dict[str, Any]], runs_dir: str | Path,
+                 overrides: dict[str, Any] | None = None, seeds: list[int] | tuple[int, ...] = (42,),
+                 method: str = "TopoRAG", progress: bool = True) -> pd.DataFrame:
+    """Run `method` once per variant (a dict of config changes over `overrides`) and seed; one row per run."""
+    rows = []
+    for name, change in variants.items():
+        for seed in seeds:
+            config = variant_config(method, dataset, change, overrides, seed)
+            rows.append({"variant": name, "seed": seed, **run_cached(config, f"{method} {name}", runs_dir, progress)})
+    return pd.DataFrame(rows)
+
+
+def mean_and_std(table: pd.DataFrame, by: str = "variant") -> pd.DataFrame:
+    """Mean, standard deviation (over seeds; NaN with one seed) and number of runs of every score column."""
+    scores = [c for c in table if c == "score" or c.startswith("acc_")]
+    grouped = table.groupby(by, sort=False)[scores]
+    out = pd.concat([grouped.mean(), grouped.std().add_suffix("_std"), grouped.size().rename("runs")], axis=1)
+    return out.reset_index()

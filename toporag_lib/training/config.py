@@ -1,0 +1,99 @@
+"""Everything a run depends on, in one dataclass with its defaults written once (`TrainConfig`), saved beside
+its outputs. `TrainConfig.from_dict` refuses unknown keys and wrong types at every depth (`toporag_lib.config`);
+a partial `retrieval` is merged over the dataset's own retrieval (`--set retrieval.k2=0` changes k2 alone).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from toporag_lib.config import ConfigError, from_dict
+from toporag_lib.data.registry import dataset_spec
+from toporag_lib.generation.factory import DTYPES, ENGINES
+from toporag_lib.generation.soft_prompt import ModelConfig
+from toporag_lib.retrieval.config import RetrievalConfig, dataset_retrieval
+from toporag_lib.topology.lifting import LiftConfig
+
+SCHEDULES = ("cosine", "constant")
+SELECTIONS = ("val_loss", "val_score")
+
+
+@dataclass
+class Limits:
+    """Questions per split: a seeded random subset of that size, or None for the whole split."""
+
+    train: int | None = None
+    val: int | None = None
+    test: int | None = None
+
+
+@dataclass
+class TrainConfig:
+    """One run: data, retrieval, lifting, model, optimisation. Defaults are the CPU defaults of this project; the
+    paper's section 5.1 settings are the `gpu-paper` profile (`toporag_lib.study.profiles`)."""
+
+    dataset: str = "explagraphs"
+    dataset_options: dict[str, Any] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+    retrieval: RetrievalConfig | None = None  # None: the dataset's (`data.registry`); a dict merges over it
+    lift: LiftConfig = field(default_factory=LiftConfig)
+    graph_text: bool = True
+    question_suffix: str = ""
+    encoder_path: str | None = None  # sentence encoder folder; None: bundled all-MiniLM-L6-v2
+    model: ModelConfig = field(default_factory=ModelConfig)
+    llm_path: str | None = None  # None: bundled SmolLM2-135M-Instruct
+    llm_dtype: str = "bfloat16"
+    device: str = "cpu"
+    epochs: int = 2
+    batch_size: int = 4
+    eval_batch_size: int = 8
+    lr: float = 1e-3  # graph side (encoder, projector, virtual tokens); the paper: 1e-5
+    lora_lr: float = 1e-4
+    weight_decay: float = 0.05
+    warmup_ratio: float = 0.1
+    schedule: str = "cosine"  # after the warm-up: "cosine" decay to 0, or "constant" (PyG's example, first epoch)
+    adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.95])  # G-Retriever's and PyG's example's
+    max_grad_norm: float = 0.1
+    patience: int = 2
+    select_by: str = "val_loss"  # or "val_score": the dataset's metric on validation (one generation pass per epoch)
+    max_txt_len: int = 512
+    max_new_tokens: int = 32
+    checkpoint_every: int = 50
+    seed: int = 42
+    train: bool = True  # False: inference only (zero-shot baselines)
+    engine: str = "toporag"  # "pyg": PyTorch Geometric's GRetriever as an outside reference
+
+    def __post_init__(self) -> None:
+        dataset_spec(self.dataset)
+        for name, kind in (("limits", Limits), ("lift", LiftConfig), ("model", ModelConfig)):
+            if isinstance(getattr(self, name), dict):
+                setattr(self, name, from_dict(kind, getattr(self, name), f"TrainConfig.{name}"))
+        if self.retrieval is None or isinstance(self.retrieval, dict):
+            changes = self.retrieval or {}
+            self.retrieval = from_dict(RetrievalConfig, {**dataset_retrieval(self.dataset).to_dict(), **changes},
+                                       "TrainConfig.retrieval")
+        choices = {"engine": ENGINES, "schedule": SCHEDULES, "select_by": SELECTIONS, "llm_dtype": tuple(DTYPES)}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"TrainConfig.{name}={getattr(self, name)!r}: expected one of {list(allowed)}")
+        for name in ("batch_size", "eval_batch_size", "checkpoint_every", "max_txt_len", "max_new_tokens"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"TrainConfig.{name}={getattr(self, name)!r}: expected a positive int")
+        for name in ("epochs", "patience", "lr", "lora_lr", "weight_decay", "warmup_ratio", "max_grad_norm"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"TrainConfig.{name}={getattr(self, name)!r}: expected a non-negative number")
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
+        """A config from JSON-like values, checked at every depth; `retrieval` merges over the dataset's."""
+        if not isinstance(values, dict):
+            raise ConfigError(f"TrainConfig: expected a mapping, got {values!r}")
+        values = dict(values)
+        retrieval, dataset = values.get("retrieval"), values.get("dataset", cls.dataset)
+        if isinstance(retrieval, dict) and isinstance(dataset, str):
+            values["retrieval"] = {**dataset_retrieval(dataset).to_dict(), **retrieval}
+        return from_dict(cls, values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,40 @@
+"""Training and evaluation examples (`generation.inputs.Example`): each question with its retrieved subcomplex.
+
+Everything here is computed once before training (retrieval, subcomplex extraction, textualization), so a
+training step only runs the encoder and the LLM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tqdm.auto import tqdm
+
+from toporag_lib.generation.inputs import Example
+from toporag_lib.retrieval.config import RetrievalConfig
+from toporag_lib.retrieval.methods import retrieve
+from toporag_lib.retrieval.textualize import textualize_subcomplex
+from toporag_lib.topology.batching import ComplexData
+from toporag_lib.training.preprocess import PreparedDataset
+
+
+def build_examples(prepared: PreparedDataset, indices: Sequence[int], retrieval: RetrievalConfig,
+                   graph_text: bool = True, question_suffix: str = "", progress: bool = True) -> list[Example]:
+    """Retrieve (with `retrieval`) and package the questions at `indices`.
+
+    `graph_text=False` leaves the text out (GraphToken: the soft prompt alone carries the graph);
+    `question_suffix` is appended to the question (zero-shot CoT and CoT-BAG prompts).
+    """
+    examples = []
+    for i in tqdm(indices, desc=f"examples ({retrieval.method})", unit="question", disable=not progress):
+        sample, cc = prepared.sample(i), prepared.complex_of(i)
+        sub = retrieve(cc, prepared.queries[i], **retrieval.kwargs())
+        examples.append(Example(
+            index=i,
+            complex=ComplexData.from_complex(cc, sub.nodes, sub.edges, sub.cells2),
+            text=textualize_subcomplex(sample.graph, cc, sub) if graph_text else "",
+            question=sample.question + question_suffix,
+            label=sample.label,
+            family=sample.meta.get("family", ""),
+        ))
+    return examples

@@ -1,0 +1,94 @@
+"""Run files and the results ledger: every run behind a reported number leaves a record under
+`results/runs/<run-id>/`, committed with the code.
+
+A record is `record.json` (run id, name, command, commit, hardware, when, config, metrics) beside a copy of the
+run's `predictions_test.jsonl`. The run id is `<dataset>-<hash of the config>`: the same config (seed included)
+is one record, so re-running a finished run does not add a second one. Tables in `results/` and the README are
+generated from these records (`toporag_lib.study.report`), never typed by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from toporag_lib import atomic
+from toporag_lib.paths import PROJECT_ROOT
+
+RECORD = "record.json"
+COMMAND_ENV = "TOPORAG_COMMAND"  # set by the notebook runner: the command that produced a notebook's runs
+
+
+def write_predictions(path: str | Path, records: Sequence[dict]) -> Path:
+    """Write one JSON object per line, atomically."""
+    return atomic.write_text(path, "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records))
+
+
+def read_predictions(path: str | Path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def config_digest(config: dict[str, Any]) -> str:
+    """A short hash of a config dict (key order does not matter)."""
+    return hashlib.sha1(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def hardware() -> str:
+    """A short description of where this process runs."""
+    import torch
+
+    if torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name(0)} x{torch.cuda.device_count()}"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"CPU, {cores} cores ({platform.machine()})"
+
+
+def commit() -> str | None:
+    """The checkout's commit, with "+changes" when tracked files differ from it (None outside a git checkout)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+changes" if dirty else "")
+
+
+def run_id(config: dict[str, Any]) -> str:
+    return f"{config['dataset']}-{config_digest(config)}"
+
+
+def record_run(run_dir: str | Path, ledger: str | Path, name: str, command: str | None = None,
+               split: str = "test") -> Path:
+    """Record the finished run in `run_dir` (its config, metrics and predictions) in the ledger folder `ledger`.
+
+    A record of the same config with the same metrics is left as it is (first name and date kept).
+    """
+    run_dir = Path(run_dir)
+    config = json.loads((run_dir / "config.json").read_text())
+    metrics = json.loads((run_dir / f"metrics_{split}.json").read_text())
+    folder = Path(ledger) / run_id(config)
+    existing = folder / RECORD
+    if existing.exists() and json.loads(existing.read_text()).get("metrics") == metrics:
+        return folder
+    record = {"run_id": folder.name, "name": name, "command": command or os.environ.get(COMMAND_ENV)
+              or " ".join([Path(sys.executable).name, *sys.argv]), "commit": commit(), "hardware": hardware(),
+              "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "config": config,
+              "metrics": metrics}
+    atomic.write_bytes(folder / f"predictions_{split}.jsonl", (run_dir / f"predictions_{split}.jsonl").read_bytes())
+    atomic.write_text(existing, json.dumps(record, indent=1) + "\n")
+    return folder
+
+
+def read_ledger(ledger: str | Path) -> list[dict[str, Any]]:
+    """Every record in the ledger folder, in run-id order."""
+    return [json.loads(path.read_text()) for path in sorted(Path(ledger).glob(f"*/{RECORD}"))]

@@ -1,0 +1,69 @@
+"""Preprocessing shared by retrieval, training and the notebooks: embed every text once, lift every distinct graph
+once, retrieve a subcomplex per question.
+
+    prepared = prepare(dataset)                       # embeddings (disk-cached) + one CellComplex per graph
+    subs = retrieve_all(prepared, method="toporag", k0=3, k1=5, k2=2, c2=1.0)
+
+Questions about the same graph (one image, many questions) share its complex. All of this is topology and
+similarity work done before training, so a training step pays nothing for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from toporag_lib.data.dataset import QADataset
+from toporag_lib.data.graph import QASample
+from toporag_lib.embed import TextEncoder, embed_graphs
+from toporag_lib.retrieval.methods import Subcomplex, retrieve
+from toporag_lib.topology.complex import CellComplex
+from toporag_lib.topology.lifting import lift
+from toporag_lib.topology.lifting_cache import lift_cached
+
+
+@dataclass
+class PreparedDataset:
+    """A dataset with its complexes (one per distinct graph) and question embeddings (one per sample)."""
+
+    dataset: QADataset
+    complexes: list[CellComplex]
+    graph_of: list[int]  # sample index -> index into `complexes`
+    queries: torch.Tensor  # [num_samples, dim]
+    lift_options: dict[str, Any]
+
+    def complex_of(self, i: int) -> CellComplex:
+        return self.complexes[self.graph_of[i]]
+
+    def sample(self, i: int) -> QASample:
+        return self.dataset[i]
+
+
+def prepare(dataset: QADataset, encoder: TextEncoder | None = None, progress: bool = True,
+            cache_lifts: bool = False, **lift_options: Any) -> PreparedDataset:
+    """Embed all node, edge and query texts (cached on disk) and lift each distinct graph with `lift_options`.
+
+    `cache_lifts` keeps each lifted complex on disk beside the embeddings (`cache.lift_cached`): worth it for slow
+    lifts (a minimum cycle basis, long DFS cycles); a default BFS lift is as fast as reading its file.
+    """
+    encoder = encoder or TextEncoder(progress=progress)
+    representatives, graph_of = dataset.distinct_graphs()
+    graphs = [dataset[i].graph for i in representatives]
+    features = embed_graphs(graphs, encoder)
+    lifter = lift_cached if cache_lifts else lift
+    complexes = [lifter(g, node_emb=nodes, edge_emb=edges, **lift_options)
+                 for g, (nodes, edges) in tqdm(list(zip(graphs, features)), desc=f"lifting {dataset.name}",
+                                               unit="graph", disable=not progress)]
+    queries = encoder.encode([s.query for s in dataset])
+    return PreparedDataset(dataset, complexes, graph_of, queries, dict(lift_options))
+
+
+def retrieve_all(prepared: PreparedDataset, method: str = "toporag", indices: list[int] | None = None,
+                 progress: bool = False, **params: Any) -> list[Subcomplex]:
+    """One subcomplex per sample (or per index in `indices`), retrieved with `method` and `params`."""
+    indices = range(len(prepared.dataset)) if indices is None else indices
+    return [retrieve(prepared.complex_of(i), prepared.queries[i], method, **params)
+            for i in tqdm(indices, desc=f"retrieving ({method})", unit="question", disable=not progress)]

@@ -1,0 +1,340 @@
+"""Sharded, resumable preprocessing (embed, lift, retrieve, textualize) on Dask, for corpora larger than memory.
+
+    from distributed import Client, LocalCluster
+    from toporag_lib.training.sharded import preprocess_sharded, iter_examples
+
+    with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, Client(cluster) as client:
+        index = preprocess_sharded("synthetic_scenes", "runs/shards", shard_size=256,
+                                   dataset_options={"num_images": 5000}, client=client)
+    for example in iter_examples("runs/shards"):  # one shard in memory at a time
+        ...
+
+The samples are cut into chunks of `shard_size` consecutive indices; each chunk is one Dask task that loads the
+dataset in its worker (once per worker process: the loaders read whole files, and the graphs' text is small next
+to what is made from it), then embeds, lifts and retrieves only its chunk, writes `shard-00000.pt` (one file per
+chunk, atomically) and returns its name and sample count. The driver never holds samples or records, so its
+memory stays flat; so does a worker's: its encoder is loaded once per process and encodes each chunk's texts
+directly, without the embedding cache of `embed.TextEncoder`, whose index lives in memory and would grow with the
+corpus. Vectors then match `preprocess.prepare`'s to float precision, not bit for bit (an encoder's last bits
+depend on which texts share its batches), so a near-tie in retrieval can resolve differently.
+
+A shard file holds {"fingerprint", "shard", "records"}, a record per sample: index, id, question, label, family,
+the retrieved `nodes`, `edges`, `cells2` (ids in the graph and its lifted complex), `text` (the subcomplex's text,
+`textualize.textualize_subcomplex`) and `complex` (`ComplexData.to_dict()`); `iter_examples` turns them back into
+`examples.Example`s, the same as `examples.build_examples` makes in memory.
+
+Resuming: `manifest.json` in `out_dir` holds the job's fingerprint (a hash of the dataset's name, options and
+content, shard size, retrieval settings, lifting options and encoder identity) and the finished shards. A rerun
+computes only the shards not recorded there or whose file is gone. A different job in an existing `out_dir`
+raises `ShardConfigError` naming what changed (use a new folder, or delete the old one). `client=None` runs the
+tasks one after the other in this process with Dask's synchronous scheduler; a `distributed.Client` spreads them
+over its workers (a `LocalCluster`, or `Client("tcp://scheduler:8786")` on a cluster, whose workers must see
+`out_dir`, the dataset files and the encoder folder at the same paths).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dask
+import torch
+from tqdm.auto import tqdm
+
+from toporag_lib import atomic
+from toporag_lib.data import load_dataset
+from toporag_lib.data.dataset import QADataset
+from toporag_lib.data.graph import QASample, graph_key
+from toporag_lib.embed import TextEncoder, embed_graphs
+from toporag_lib.retrieval.config import RetrievalConfig, dataset_retrieval
+from toporag_lib.topology.batching import ComplexData
+from toporag_lib.topology.lifting import lift
+from toporag_lib.topology.lifting_cache import lifting_options
+from toporag_lib.training.examples import Example, build_examples
+from toporag_lib.training.preprocess import PreparedDataset
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+MANIFEST_INTERVAL_S = 5.0  # the driver records finished shards at most this often (and when it stops)
+
+__all__ = ["ShardConfigError", "ShardSampleError", "ShardIndex", "preprocess_sharded", "iter_records",
+           "iter_examples", "shard_name"]
+
+
+class ShardConfigError(ValueError):
+    """`out_dir` holds (part of) a different job's shards, or is not a finished job."""
+
+
+class ShardSampleError(RuntimeError):
+    """One sample failed; the message names the dataset, the shard and the sample index."""
+
+
+@dataclass(frozen=True)
+class ShardIndex:
+    """What a run left in `out_dir`: sample counts per shard and which shards this run computed."""
+
+    out_dir: Path
+    fingerprint: str
+    num_samples: int
+    counts: list[int]
+    computed: list[int]
+
+    @property
+    def paths(self) -> list[Path]:
+        return [self.out_dir / shard_name(k) for k in range(len(self.counts))]
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """Everything a worker needs for any shard (small: sent with every task)."""
+
+    dataset: str
+    options_json: str
+    encoder_path: str | None
+    lift_options: dict[str, Any]
+    retrieval: dict[str, Any]
+    shard_size: int
+    out_dir: str
+    fingerprint: str
+
+
+def shard_name(shard: int) -> str:
+    return f"shard-{shard:05d}.pt"
+
+
+def preprocess_sharded(dataset_name: str, out_dir: str | Path, shard_size: int = 256,
+                       retrieval: dict[str, Any] | None = None, lift_options: dict[str, Any] | None = None,
+                       dataset_options: dict[str, Any] | None = None, encoder_path: str | Path | None = None,
+                       client: Any = None, progress: bool = True) -> ShardIndex:
+    """Write one shard file per `shard_size` samples of `load_dataset(dataset_name, **dataset_options)` into
+    `out_dir`, skipping the shards a previous run of the same job finished (see the module docstring).
+
+    `retrieval` overrides the dataset's `RetrievalConfig`; `lift_options` are `topology.lift`'s;
+    `client` is a `distributed.Client` or None (this process, shard after shard).
+    """
+    if shard_size < 1:
+        raise ValueError(f"shard_size={shard_size}: expected a positive int")
+    params = dataset_retrieval(dataset_name, **(retrieval or {})).to_dict()
+    options_json = _canonical(dataset_options or {})
+    encoder = None if encoder_path is None else str(encoder_path)
+    survey = _compute([dask.delayed(_survey)(dataset_name, options_json, encoder)], client)[0]
+    config = {"format": FORMAT_VERSION, "dataset": dataset_name, "dataset_options": json.loads(options_json),
+              "shard_size": shard_size, "retrieval": params, "lift_options": lifting_options(**(lift_options or {})),
+              **survey}
+    out = Path(out_dir)
+    manifest = _open_manifest(out, config)
+    job = ShardJob(dataset_name, options_json, encoder, config["lift_options"], params, shard_size, str(out),
+                   manifest["fingerprint"])
+    todo = [k for k in range(_num_shards(config)) if not _finished(out, manifest, k)]
+    _run(job, todo, manifest, client, progress)
+    return ShardIndex(out, job.fingerprint, config["num_samples"],
+                      [manifest["shards"][shard_name(k)] for k in range(_num_shards(config))], todo)
+
+
+def iter_records(out_dir: str | Path) -> Iterator[dict[str, Any]]:
+    """The records of a finished job in sample order, reading one shard at a time."""
+    out = Path(out_dir)
+    manifest = _read_manifest(out)
+    total = _num_shards(manifest["config"])
+    missing = [k for k in range(total) if not _finished(out, manifest, k)]
+    if missing:
+        raise ShardConfigError(f"{out} is unfinished: {len(missing)} of {total} shards missing (first: "
+                               f"{shard_name(missing[0])}); run preprocess_sharded again to finish it")
+    for k in range(total):
+        payload = torch.load(out / shard_name(k), weights_only=True)
+        if payload["fingerprint"] != manifest["fingerprint"]:
+            raise ShardConfigError(f"{out / shard_name(k)} belongs to another job than {out / MANIFEST}")
+        yield from payload["records"]
+
+
+def iter_examples(out_dir: str | Path) -> Iterator[Example]:
+    """`examples.Example`s rebuilt from a finished job's shards, one shard in memory at a time."""
+    for r in iter_records(out_dir):
+        yield Example(index=r["index"], complex=ComplexData(**r["complex"]), text=r["text"],
+                      question=r["question"], label=r["label"], family=r["family"])
+
+
+# Driver side.
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _num_shards(config: dict[str, Any]) -> int:
+    return -(-config["num_samples"] // config["shard_size"])
+
+
+def _read_manifest(out: Path) -> dict[str, Any]:
+    path = out / MANIFEST
+    if not path.exists():
+        raise ShardConfigError(f"{out} holds no {MANIFEST}: not an output folder of preprocess_sharded")
+    return json.loads(path.read_text())
+
+
+def _open_manifest(out: Path, config: dict[str, Any]) -> dict[str, Any]:
+    """The manifest of this job in `out` (new if there is none); ShardConfigError if `out` holds another job."""
+    fingerprint = hashlib.sha256(_canonical(config).encode()).hexdigest()
+    if not (out / MANIFEST).exists():
+        manifest = {"fingerprint": fingerprint, "config": json.loads(_canonical(config)), "shards": {}}
+        atomic.write_text(out / MANIFEST, json.dumps(manifest, indent=1))
+        return manifest
+    manifest = _read_manifest(out)
+    if manifest["fingerprint"] != fingerprint:
+        old = manifest["config"]
+        changed = sorted(k for k in set(old) | set(config) if _canonical(old.get(k)) != _canonical(config.get(k)))
+        raise ShardConfigError(f"{out} holds shards of another job (differs in: {', '.join(changed)}); "
+                               "use a new out_dir, or delete this one to start over")
+    return manifest
+
+
+def _finished(out: Path, manifest: dict[str, Any], shard: int) -> bool:
+    return shard_name(shard) in manifest["shards"] and (out / shard_name(shard)).exists()
+
+
+def _run(job: ShardJob, todo: list[int], manifest: dict[str, Any], client: Any, progress: bool) -> None:
+    """Compute the shards in `todo`, recording each finished one in the manifest (every few seconds and at exit)."""
+    for k in todo:
+        manifest["shards"].pop(shard_name(k), None)
+    total = _num_shards(manifest["config"])
+    bar = tqdm(total=total, initial=total - len(todo), desc=f"shards ({job.dataset})", unit="shard",
+               disable=not progress)
+    written = time.monotonic()
+    try:
+        for name, count in _as_completed([dask.delayed(_process_shard)(job, k) for k in todo], client):
+            manifest["shards"][name] = count
+            bar.update()
+            if time.monotonic() - written >= MANIFEST_INTERVAL_S:
+                _write_manifest(Path(job.out_dir), manifest)
+                written = time.monotonic()
+    finally:
+        _write_manifest(Path(job.out_dir), manifest)
+        bar.close()
+
+
+def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
+    manifest["shards"] = dict(sorted(manifest["shards"].items()))
+    atomic.write_text(out / MANIFEST, json.dumps(manifest, indent=1))
+
+
+def _compute(tasks: list, client: Any) -> list:
+    """Results of Dask `tasks`, in order."""
+    return list(dask.compute(*tasks, scheduler="sync") if client is None else client.gather(client.compute(tasks)))
+
+
+def _as_completed(tasks: list, client: Any) -> Iterator:
+    """Results of Dask `tasks` as they finish; the rest are cancelled if the caller stops or a task fails."""
+    if client is None:
+        for task in tasks:
+            yield task.compute(scheduler="sync")
+        return
+    from distributed import as_completed
+
+    futures = client.compute(tasks)
+    try:
+        for future in as_completed(futures):
+            yield future.result()
+    finally:
+        client.cancel(futures)
+
+
+# Worker side.
+
+_ENCODE_LOCK = threading.Lock()  # one chunk at a time through a worker's encoder (threads_per_worker > 1)
+
+
+class _ChunkEncoder:
+    """`TextEncoder`'s model on one chunk's distinct texts, without its disk cache (see the module docstring)."""
+
+    def __init__(self, path: str | None):
+        self._scratch = tempfile.TemporaryDirectory(prefix="toporag-encoder-")  # stays empty
+        self.encoder = TextEncoder(path, cache=self._scratch.name, progress=False)
+
+    def encode(self, texts: list[str]) -> torch.Tensor:
+        distinct = list(dict.fromkeys(texts))
+        if not distinct:
+            return torch.empty(0, self.encoder.dim)
+        vectors = self.encoder.encode_uncached(distinct)
+        row = {text: i for i, text in enumerate(distinct)}
+        return vectors[[row[t] for t in texts]]
+
+
+@functools.lru_cache(maxsize=1)
+def _chunk_encoder(path: str | None) -> _ChunkEncoder:
+    return _ChunkEncoder(path)
+
+
+@functools.lru_cache(maxsize=1)
+def _dataset(name: str, options_json: str) -> QADataset:
+    return load_dataset(name, **json.loads(options_json))
+
+
+def _sample_digest(sample: QASample) -> str:
+    return _canonical([sample.id, sample.question, sample.query, sample.label, sample.meta.get("family", ""),
+                       graph_key(sample.graph)])
+
+
+def _survey(name: str, options_json: str, encoder_path: str | None) -> dict[str, Any]:
+    """Sample count, content hash of the dataset, and the encoder's identity (run on a worker)."""
+    dataset = _dataset(name, options_json)
+    digest = hashlib.sha256()
+    for sample in dataset:
+        digest.update(_sample_digest(sample).encode())
+    return {"num_samples": len(dataset), "dataset_digest": digest.hexdigest(),
+            "encoder": _chunk_encoder(encoder_path).encoder.identity}
+
+
+@contextmanager
+def _naming(job: ShardJob, shard: int, index: int, stage: str) -> Iterator[None]:
+    """Re-raise any error as a ShardSampleError naming the dataset, shard and sample."""
+    try:
+        yield
+    except Exception as err:
+        raise ShardSampleError(f"dataset {job.dataset!r}, {shard_name(shard)}, sample {index}: {stage} failed: "
+                               f"{type(err).__name__}: {err}") from err
+
+
+def _prepare_chunk(job: ShardJob, chunk: QADataset, start: int, shard: int) -> PreparedDataset:
+    """Embed and lift one chunk (each distinct graph once), as `preprocess.prepare` does for a whole dataset."""
+    representatives, graph_of = chunk.distinct_graphs()
+    graphs = [chunk[i].graph for i in representatives]
+    with _ENCODE_LOCK:
+        encoder = _chunk_encoder(job.encoder_path)
+        features = embed_graphs(graphs, encoder)
+        queries = encoder.encode([s.query for s in chunk])
+    complexes = []
+    for i, graph, (nodes, edges) in zip(representatives, graphs, features):
+        with _naming(job, shard, start + i, "lifting"):
+            complexes.append(lift(graph, nodes, edges, **job.lift_options))
+    return PreparedDataset(chunk, complexes, graph_of, queries, dict(job.lift_options))
+
+
+def _record(example: Example, sample: QASample, index: int) -> dict[str, Any]:
+    data = example.complex
+    return {"index": index, "id": sample.id, "question": example.question, "label": example.label,
+            "family": example.family, "nodes": data.node_ids, "edges": data.edge_ids, "cells2": data.cell_ids,
+            "text": example.text, "complex": data.to_dict()}
+
+
+def _process_shard(job: ShardJob, shard: int) -> tuple[str, int]:
+    """Compute and write one shard; returns its file name and sample count only."""
+    dataset = _dataset(job.dataset, job.options_json)
+    start = shard * job.shard_size
+    chunk = dataset.take(range(start, min(start + job.shard_size, len(dataset))))
+    prepared = _prepare_chunk(job, chunk, start, shard)
+    records = []
+    for i in range(len(chunk)):
+        with _naming(job, shard, start + i, "retrieval"):
+            (example,) = build_examples(prepared, [i], RetrievalConfig(**job.retrieval), progress=False)
+        records.append(_record(example, chunk[i], start + i))
+    payload = {"fingerprint": job.fingerprint, "shard": shard, "records": records}
+    atomic.torch_save(payload, Path(job.out_dir) / shard_name(shard))
+    return shard_name(shard), len(records)

@@ -1,0 +1,321 @@
+"""Training and evaluation of TopoRAG and its baselines from one config, whatever the model (`generation.build_model`).
+
+AdamW with linear warm-up and cosine decay (or a constant rate), gradient clipping, early stopping on validation loss
+(G-Retriever's rule) or on the validation score (`select_by`). Checkpoints hold the trainable weights only (plus
+optimizer, scheduler and random states) and are written atomically after every `checkpoint_every` steps: a run
+killed mid-epoch resumes where it stopped and ends with the same weights as an uninterrupted one. Each run writes,
+in its output folder: `config.json`, `history.csv` (loss per step, validation loss and score per epoch),
+`predictions_<split>.jsonl`, `metrics_<split>.json`. The command line (`python -m toporag_lib.training`) also
+records the run in the results ledger (`training.ledger`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+from transformers import (
+    get_constant_schedule_with_warmup,
+    get_cosine_schedule_with_warmup,
+)
+
+from toporag_lib import atomic
+from toporag_lib.data.metrics import per_family_accuracy
+from toporag_lib.data.registry import load_dataset, metric_for
+from toporag_lib.embed import TextEncoder
+from toporag_lib.generation.factory import build_model
+from toporag_lib.generation.inputs import Example, collate
+from toporag_lib.seeding import seed_everything
+from toporag_lib.training import data_parallel
+from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.examples import build_examples
+from toporag_lib.training.ledger import write_predictions
+from toporag_lib.training.preprocess import prepare
+
+HISTORY_COLUMNS = ["epoch", "step", "loss", "seconds", "val_loss", "val_score"]
+
+
+def limited(indices: list[int], limit: int | None, seed: int) -> list[int]:
+    """A seeded random subset of `indices` of size `limit` (all of them when None), in the original order."""
+    if limit is None or limit >= len(indices):
+        return list(indices)
+    chosen = np.random.default_rng(seed).choice(len(indices), size=limit, replace=False)
+    return [indices[i] for i in sorted(chosen)]
+
+
+def make_examples(config: TrainConfig, progress: bool = True) -> tuple[dict[str, list[Example]], int]:
+    """Examples per split, and the feature width the encoder takes."""
+    dataset = load_dataset(config.dataset, **config.dataset_options)
+    splits = {name: limited(dataset.split[name], getattr(config.limits, name), config.seed) for name in dataset.split}
+    keep = sorted({i for ids in splits.values() for i in ids})
+    position = {old: new for new, old in enumerate(keep)}
+    prepared = prepare(dataset.take(keep), TextEncoder(config.encoder_path, progress=progress), progress=progress,
+                       **config.lift.to_dict())
+    examples = {name: build_examples(prepared, [position[i] for i in ids], config.retrieval, config.graph_text,
+                                     config.question_suffix, progress=progress) for name, ids in splits.items()}
+    return examples, prepared.queries.shape[1]
+
+
+def batches(examples: list[Example], size: int):
+    for start in range(0, len(examples), size):
+        yield collate(examples[start:start + size])
+
+
+def make_optimizer(groups: list[dict], config: TrainConfig, total_steps: int):
+    """AdamW over `groups` and its learning-rate schedule (linear warm-up, then cosine or constant)."""
+    optimizer = torch.optim.AdamW(groups, betas=tuple(config.adam_betas))
+    warmup = int(config.warmup_ratio * total_steps)
+    if config.schedule == "cosine":
+        return optimizer, get_cosine_schedule_with_warmup(optimizer, warmup, total_steps)
+    return optimizer, get_constant_schedule_with_warmup(optimizer, warmup)
+
+
+def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, global_batch: list[Example],
+               config: TrainConfig) -> torch.Tensor:
+    """Loss, backward, gradient clipping and an optimizer step on `global_batch` (under torchrun this process takes
+    its share and gradients are summed across processes); the batch's mean answer-token loss."""
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    optimizer.zero_grad(set_to_none=True)
+    mine = data_parallel.local_slice(global_batch)
+    total, count = (model.loss_terms(collate(mine), config.max_txt_len) if mine
+                    else (torch.zeros((), requires_grad=True), torch.zeros(())))
+    tokens = data_parallel.sum_across(count.detach().clone())
+    (total / tokens).backward()
+    data_parallel.sum_gradients(params)
+    torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+    optimizer.step()
+    return data_parallel.sum_across(total.detach().clone()) / tokens
+
+
+def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
+    return np.random.default_rng([seed, epoch]).permutation(n).tolist()
+
+
+@torch.no_grad()
+def validation_loss(model: torch.nn.Module, examples: list[Example], config: TrainConfig,
+                    progress: bool = False) -> float:
+    """Mean over questions of each answer's mean token loss (each process takes its share, then they add up)."""
+    model.eval()
+    total, count = 0.0, 0
+    local = data_parallel.local_slice(examples)
+    bar = tqdm(total=len(local), desc="validation loss", unit="question", disable=not progress)
+    for batch in batches(local, config.eval_batch_size):
+        losses = model.loss(batch, config.max_txt_len, reduction="none")
+        total += float(losses.sum())
+        count += len(batch)
+        bar.update(len(batch))
+    bar.close()
+    summed = data_parallel.sum_across(torch.tensor([total, count], dtype=torch.float64))
+    return float(summed[0] / summed[1].clamp(min=1))
+
+
+def validation_score(model: torch.nn.Module, examples: list[Example], config: TrainConfig,
+                     progress: bool = False) -> float:
+    """The dataset's metric on `examples` from greedy answers (each process takes its share, then they add up;
+    every metric is a mean over questions)."""
+    records = predict(model, data_parallel.local_slice(examples), config, progress, desc="validation answers")
+    score = metric_for(config.dataset)([r["pred"] for r in records], [r["label"] for r in records]) \
+        if records else 0.0
+    summed = data_parallel.sum_across(torch.tensor([score * len(records), len(records)], dtype=torch.float64))
+    return float(summed[0] / summed[1].clamp(min=1))
+
+
+def selection_criterion(val_loss: float, val_score: float | None) -> float:
+    """What early stopping minimizes: minus the validation score when there is one, else the validation loss."""
+    return val_loss if val_score is None else -val_score
+
+
+def predict(model: torch.nn.Module, examples: list[Example], config: TrainConfig, progress: bool = True,
+            desc: str = "generating") -> list[dict]:
+    model.eval()
+    records = []
+    bar = tqdm(total=len(examples), desc=desc, unit="question", disable=not progress)
+    for start in range(0, len(examples), config.eval_batch_size):
+        chunk = examples[start:start + config.eval_batch_size]
+        outputs = model.generate(collate(chunk), config.max_txt_len, config.max_new_tokens)
+        records += [{"index": e.index, "question": e.question, "label": e.label, "pred": output, "family": e.family}
+                    for e, output in zip(chunk, outputs)]
+        bar.update(len(chunk))
+    bar.close()
+    return records
+
+
+def check_resumable(saved: dict[str, Any], current: dict[str, Any], folder: Path) -> None:
+    """Refuse to resume a checkpoint made under another config. Only `epochs` may grow, and only under a constant
+    rate without warm-up, where the steps already taken had the rate an uninterrupted longer run gives them."""
+    saved = TrainConfig.from_dict(saved).to_dict()  # fields added since the checkpoint take their defaults
+    changed = sorted(key for key in saved.keys() | current.keys() if saved.get(key) != current.get(key))
+    if not changed:
+        return
+    if changed != ["epochs"]:
+        raise ValueError(f"{folder} holds a checkpoint of a run with a different config ({', '.join(changed)}): "
+                         "use another output folder, or delete its checkpoint.pt to start over")
+    if current["epochs"] < saved["epochs"] or current["schedule"] != "constant" or current["warmup_ratio"] != 0:
+        raise ValueError(f"{folder}: going from {saved['epochs']} to {current['epochs']} epochs would change the "
+                         "learning rate of steps already taken; only a run with a constant rate and no warm-up can be "
+                         "extended")
+
+
+class Trainer:
+    """One run: build, train with checkpoints and early stopping, evaluate the best weights on test."""
+
+    def __init__(self, config: TrainConfig, out_dir: str | Path, progress: bool = True):
+        self.config, self.out = config, Path(out_dir)
+        self.device = data_parallel.init_from_env(config.device)
+        self.main = data_parallel.is_main()
+        self.progress = progress and self.main
+        if self.checkpoint_path.exists() and (self.out / "config.json").exists():
+            check_resumable(json.loads((self.out / "config.json").read_text()), config.to_dict(), self.out)
+        if self.main:
+            self.out.mkdir(parents=True, exist_ok=True)
+            atomic.write_text(self.out / "config.json", json.dumps(config.to_dict(), indent=1))
+        seed_everything(config.seed)
+        self.examples, in_dim = make_examples(config, self.progress)
+        self.model = build_model(config.engine, config.model, in_dim, llm_path=config.llm_path,
+                                 llm_dtype=config.llm_dtype, device=self.device, seed=config.seed)
+        self.steps_per_epoch = math.ceil(len(self.examples["train"]) / config.batch_size)
+        groups = self.model.parameter_groups(config.lr, config.lora_lr, config.weight_decay)
+        self.optimizer, self.scheduler = (make_optimizer(groups, config, self.steps_per_epoch * config.epochs)
+                                          if groups else (None, None))
+        self.state = {"epoch": 0, "step": 0, "best_val": math.inf, "best_epoch": None, "bad_epochs": 0,
+                      "history": [], "done": False}
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.out / "checkpoint.pt"
+
+    def save_checkpoint(self) -> None:
+        if not self.main:
+            return
+        atomic.torch_save({"model": self.model.trainable_state(), "optimizer": self.optimizer.state_dict(),
+                           "scheduler": self.scheduler.state_dict(), "state": self.state,
+                           "rng": torch.get_rng_state()}, self.checkpoint_path)
+
+    def resume(self) -> bool:
+        """Load the last checkpoint if there is one; True when it did."""
+        if not self.checkpoint_path.exists():
+            return False
+        saved = torch.load(self.checkpoint_path, weights_only=False)
+        self.model.load_trainable_state(saved["model"])
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.scheduler.load_state_dict(saved["scheduler"])
+        self.state = saved["state"]
+        torch.set_rng_state(saved["rng"])
+        stopped_early = self.state["bad_epochs"] >= self.config.patience
+        if self.state["done"] and not stopped_early and self.state["epoch"] < self.config.epochs:
+            self.state["done"] = False  # a finished run given more epochs (check_resumable allowed it)
+        return True
+
+    def train(self, stop_after_steps: int | None = None) -> None:
+        """Train until done (or for `stop_after_steps` steps, leaving a checkpoint: a simulated kill)."""
+        config = self.config
+        if not config.train or self.optimizer is None or self.state["done"]:
+            return
+        taken = 0
+        while self.state["epoch"] < config.epochs:
+            epoch = self.state["epoch"]
+            order = epoch_order(len(self.examples["train"]), config.seed, epoch)
+            bar = tqdm(total=self.steps_per_epoch, initial=self.state["step"], desc=f"epoch {epoch + 1}",
+                       unit="step", disable=not self.progress)
+            self.model.train()
+            while self.state["step"] < self.steps_per_epoch:
+                step = self.state["step"]
+                start = time.perf_counter()
+                loss = self.step(order[step * config.batch_size:(step + 1) * config.batch_size])
+                seconds = time.perf_counter() - start
+                self.state["history"].append({"epoch": epoch, "step": step, "loss": loss.item(),
+                                              "seconds": seconds, "val_loss": None, "val_score": None})
+                self.state["step"] += 1
+                taken += 1
+                bar.set_postfix(loss=f"{loss.item():.3f}", s_per_step=f"{seconds:.2f}")
+                bar.update(1)
+                if self.state["step"] % config.checkpoint_every == 0 or (stop_after_steps and taken >= stop_after_steps):
+                    self.save_checkpoint()
+                if stop_after_steps and taken >= stop_after_steps:
+                    bar.close()
+                    return
+            bar.close()
+            self.end_epoch()
+            if self.state["done"]:
+                break
+        self.state["done"] = True
+        self.save_checkpoint()
+
+    def step(self, global_batch: list[int]) -> torch.Tensor:
+        """One optimizer and scheduler step on the training questions `global_batch`; its mean loss."""
+        loss = train_step(self.model, self.optimizer, [self.examples["train"][i] for i in global_batch], self.config)
+        self.scheduler.step()
+        return loss
+
+    def end_epoch(self) -> None:
+        """Validate; keep the weights when the selection criterion improved; stop after `patience` bad epochs."""
+        val_examples = self.examples["val"]
+        val = validation_loss(self.model, val_examples, self.config, self.progress) if val_examples else 0.0
+        score = (validation_score(self.model, val_examples, self.config, self.progress)
+                 if val_examples and self.config.select_by == "val_score" else None)
+        self.state["history"].append({"epoch": self.state["epoch"], "step": None, "loss": None, "seconds": None,
+                                      "val_loss": val, "val_score": score})
+        criterion = selection_criterion(val, score)
+        if criterion < self.state["best_val"]:
+            self.state["best_val"], self.state["best_epoch"], self.state["bad_epochs"] = \
+                criterion, self.state["epoch"], 0
+            if self.main:
+                atomic.torch_save(self.model.trainable_state(), self.out / "best.pt")
+        else:
+            self.state["bad_epochs"] += 1
+            self.state["done"] = self.state["bad_epochs"] >= self.config.patience
+        self.state["epoch"] += 1
+        self.state["step"] = 0
+        self.save_checkpoint()
+
+    def evaluate(self, split: str = "test") -> dict[str, Any]:
+        """Generate on `split` with the best weights; write predictions and metrics (process 0 only; the others
+        return {})."""
+        data_parallel.barrier()
+        if not self.main:
+            return {}
+        if (self.out / "best.pt").exists():
+            self.model.load_trainable_state(torch.load(self.out / "best.pt", weights_only=True))
+        records = predict(self.model, self.examples[split], self.config, self.progress)
+        write_predictions(self.out / f"predictions_{split}.jsonl", records)
+        preds, labels = [r["pred"] for r in records], [r["label"] for r in records]
+        metric = metric_for(self.config.dataset)
+        metrics = {"dataset": self.config.dataset, "split": split, "n": len(records),
+                   "score": metric(preds, labels) if records else float("nan")}
+        families = [r["family"] for r in records]
+        if any(families):
+            metrics["per_family"] = per_family_accuracy(preds, labels, families, metric)
+        train_steps = [h for h in self.state["history"] if h["step"] is not None]
+        if train_steps:
+            metrics["seconds_per_step"] = float(np.median([h["seconds"] for h in train_steps]))
+            metrics["minutes_per_epoch"] = metrics["seconds_per_step"] * self.steps_per_epoch / 60
+        metrics["epochs_run"] = self.state["epoch"]
+        metrics.update(selected_epoch_metrics(self.state["history"], self.state.get("best_epoch"),
+                                              self.config.select_by))
+        atomic.write_text(self.out / f"metrics_{split}.json", json.dumps(metrics, indent=1))
+        pd.DataFrame(self.state["history"], columns=HISTORY_COLUMNS).to_csv(self.out / "history.csv", index=False)
+        return metrics
+
+
+def selected_epoch_metrics(history: list[dict], best_epoch: int | None, select_by: str) -> dict[str, Any]:
+    """How the evaluated weights were chosen: the criterion, and the validation numbers of the chosen epoch."""
+    chosen = [h for h in history if h["step"] is None and h["epoch"] == best_epoch]
+    return {"selected_by": select_by, "selected_epoch": None if best_epoch is None else best_epoch + 1,
+            "best_val_loss": chosen[0]["val_loss"] if chosen else None,
+            "best_val_score": chosen[0].get("val_score") if chosen else None}
+
+
+def run(config: TrainConfig, out_dir: str | Path, progress: bool = True) -> dict[str, Any]:
+    """Train (resuming if a checkpoint is there) and evaluate on test."""
+    trainer = Trainer(config, out_dir, progress)
+    if trainer.optimizer is not None:
+        trainer.resume()
+    trainer.train()
+    return trainer.evaluate("test")
