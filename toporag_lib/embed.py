@@ -153,7 +153,8 @@ class TextEncoder:
         return self.cache.dim or self.model.get_embedding_dimension()
 
     def encode(self, texts: Sequence[str]) -> torch.Tensor:
-        """float32 tensor [len(texts), dim]; texts already cached are read, the rest encoded and cached."""
+        """z = LM(t) (paper eq. 7 for node and edge texts, eq. 11 for the query): float32 [len(texts), dim]; texts
+        already cached are read, the rest encoded and cached."""
         keys = [text_key(t) for t in texts]
         missing = {key: text for key, text in zip(keys, texts) if key not in self.cache}
         if missing:

@@ -193,7 +193,8 @@ class LLM(torch.nn.Module):
     def build_batch(self, soft_prompt: Tensor | None, graph_texts: Sequence[str], questions: Sequence[str],
                     answers: Sequence[str] | None = None, max_txt_len: int = 512,
                     max_answer_len: int = 32) -> PromptBatch:
-        """Embed and left-pad [prefix; soft; graph; question; suffix (; answer; end of turn)] for each sample."""
+        """Embed and left-pad [prefix; soft; graph; question; suffix (; answer; end of turn)] for each sample: the
+        soft prompt beside h_t = TextEmbedder([textualize(X*); x_q]) (paper eq. 22)."""
         n = len(questions)
         if n == 0 or len(graph_texts) != n or (answers is not None and len(answers) != n):
             raise ValueError("graph_texts, questions (and answers) must be non-empty and of the same length")
@@ -245,7 +246,8 @@ class LLM(torch.nn.Module):
     def loss(self, soft_prompt: Tensor | None, graph_texts: Sequence[str], questions: Sequence[str],
              answers: Sequence[str], max_txt_len: int = 512, max_answer_len: int = 32,
              reduction: str = "mean") -> Tensor:
-        """Cross-entropy over the answer tokens (and end of turn), in float32.
+        """-log p(Y | X*, x_q) = -sum_i log p(y_i | y_<i, [soft; h_t]) (paper eq. 23), per answer token (and end
+        of turn), in float32.
 
         reduction "mean": mean over all answer tokens of the batch; "none": each sample's mean, shape [B].
         """

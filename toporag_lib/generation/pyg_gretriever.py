@@ -100,7 +100,8 @@ class PygGRetriever(nn.Module):
     def cut(self, texts: list[str], max_txt_len: int) -> list[str]:
         """Each text cut to its first `max_txt_len` tokens (decoded back to text)."""
         ids = self.tokenizer(texts, add_special_tokens=False).input_ids
-        return [text if len(i) <= max_txt_len else self.tokenizer.decode(i[:max_txt_len]) for text, i in zip(texts, ids)]
+        return [text if len(i) <= max_txt_len else self.tokenizer.decode(i[:max_txt_len])
+                for text, i in zip(texts, ids)]
 
     def loss(self, batch: ExampleBatch, max_txt_len: int = 512, reduction: str = "mean") -> Tensor:
         """PyG's loss (its token mean over the batch); "none" gives that mean once per question (float64)."""

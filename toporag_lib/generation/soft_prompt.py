@@ -48,7 +48,8 @@ class ModelConfig:
 
 
 class TopoRAGModel(nn.Module):
-    """Soft prompt from the (sub)complex, next to its text, into the LLM."""
+    """Soft prompt from the (sub)complex, next to its text, into the LLM: h_X* = POOL(...) from the encoder, then
+    the projector MLP_phi(h_X*) in R^{d_l} (paper eq. 21), `num_soft_tokens` tokens wide."""
 
     def __init__(self, llm: LLM, in_dim: int, config: ModelConfig):
         super().__init__()

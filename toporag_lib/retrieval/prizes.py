@@ -12,13 +12,13 @@ GRETRIEVER_DECAY = 0.01  # G-Retriever's `c`: tied edge prizes decay by this fac
 
 
 def unit_cosine(query: torch.Tensor | np.ndarray, unit_features: torch.Tensor) -> np.ndarray:
-    """Cosine similarity of `query` to rows already scaled to unit length (see `CellComplex.unit_features`)."""
+    """cos(z_q, z_x) of paper eq. 12, for rows already scaled to unit length (see `CellComplex.unit_features`)."""
     q = torch.nn.functional.normalize(torch.as_tensor(query, dtype=torch.float32).reshape(-1), dim=0, eps=1e-8)
     return (unit_features @ q).numpy()
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k highest scores, best first; ties broken by the lower index."""
+    """TopK of paper eq. 12: indices of the k highest scores, best first; ties broken by the lower index."""
     k = min(k, len(scores))
     return np.argsort(-scores, kind="stable")[:k]
 

@@ -23,6 +23,8 @@ def edge_index(cc: CellComplex) -> np.ndarray:
 
 def toporag_retrieval(cc: CellComplex, q_emb, k0: int, k1: int, k2: int, c2: float,
              cost_e: float) -> Subcomplex:
+    """Algorithm 3: X* = argmax over connected X' of the prizes of its cells minus cost(X') (eq. 15), with the
+    prizes of eq. 13 (0- and 1-cells) and eq. 14 (2-cells), solved as a PCST; see the module docstring."""
     node_p = rank_prizes(unit_cosine(q_emb, cc.unit_features(0)), k0)
     edge_p = rank_prizes(unit_cosine(q_emb, cc.unit_features(1)), k1)
     cells, prizes2 = empty_ids(), np.empty(0, dtype=np.float32)

@@ -79,7 +79,8 @@ def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
     for r in records:
         config = {k: v for k, v in r["config"].items() if k != "seed"}
         metrics = r["metrics"]
-        rows.append({"dataset": r["config"]["dataset"], "method": r["name"], "setting": json.dumps(config, sort_keys=True),
+        rows.append({"dataset": r["config"]["dataset"], "method": r["name"],
+                     "setting": json.dumps(config, sort_keys=True),
                      "seed": r["config"]["seed"], "n": metrics["n"], "score": metrics["score"],
                      **{f"acc_{k}": v for k, v in metrics.get("per_family", {}).items()},
                      "hardware": r["hardware"], "command": r["command"], "run_id": r["run_id"]})
@@ -173,3 +174,39 @@ def write_results_readme(results: str | Path, profile: str) -> Path:
     path = Path(results) / "README.md"
     atomic.write_text(path, results_readme(results, profile))
     return path
+
+
+HEADLINE_START = "<!-- headline: generated from results/runs/ by `python -m toporag_lib.study.report`; do not edit -->"
+HEADLINE_END = "<!-- /headline -->"
+
+
+def headline(results: str | Path) -> str:
+    """The README's headline table: every ledger row, means over seeds, with n and hardware."""
+    table = ledger_table(read_ledger(Path(results) / "runs"))
+    if table.empty:
+        return "_No run in the ledger yet._"
+    keep = ["dataset", "method", "n", "seeds", "score", "score_std"] + [c for c in ("acc_loop",) if c in table]
+    return markdown_table(table[keep + ["hardware"]].sort_values(["dataset", "n", "method"], ascending=[True, False,
+                                                                                                      True]))
+
+
+def write_readme_headline(readme: str | Path, results: str | Path) -> Path:
+    """Replace the table between the README's headline markers with `headline(results)`."""
+    readme = Path(readme)
+    text = readme.read_text()
+    if HEADLINE_START not in text or HEADLINE_END not in text:
+        raise ValueError(f"{readme} has no headline markers ({HEADLINE_START} ... {HEADLINE_END})")
+    before, rest = text.split(HEADLINE_START, 1)
+    after = rest.split(HEADLINE_END, 1)[1]
+    atomic.write_text(readme, f"{before}{HEADLINE_START}\n{headline(results)}\n{HEADLINE_END}{after}")
+    return readme
+
+
+def main() -> None:
+    from toporag_lib.paths import PROJECT_ROOT, results_dir
+
+    print(write_readme_headline(PROJECT_ROOT / "README.md", results_dir()))
+
+
+if __name__ == "__main__":
+    main()

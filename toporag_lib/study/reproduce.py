@@ -22,6 +22,7 @@ from typing import Any
 
 from toporag_lib import atomic
 from toporag_lib.paths import PACKAGE_DIR, PROJECT_ROOT, results_dir
+from toporag_lib.study import report
 from toporag_lib.study.profiles import PROFILES, notebook_parameters
 from toporag_lib.training.ledger import COMMAND_ENV
 
@@ -118,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     outcomes = reproduce(args.profile, args.only, args.force)
     failed = [o for o in outcomes if o.status == "failed"]
+    if results_dir() == PROJECT_ROOT / "results":  # the README's headline follows the project's own ledger
+        print(f"headline table rewritten in {report.write_readme_headline(PROJECT_ROOT / 'README.md', results_dir())}")
     print(f"\n{len(outcomes) - len(failed)} notebook(s) ok, {len(failed)} failed; results in {results_dir()}")
     for o in failed:
         print(f"  FAILED {o.notebook}: {o.error}")

@@ -12,5 +12,6 @@ from toporag_lib.topology.lifting import (
 )
 from toporag_lib.topology.lifting_cache import lift_cached
 
-__all__ = ["BASES", "PARALLEL", "TREES", "Cell", "CellComplex", "ComplexData", "LiftConfig", "boundary_positions", "closure",
+__all__ = ["BASES", "PARALLEL", "TREES", "Cell", "CellComplex", "ComplexData", "LiftConfig", "boundary_positions",
+           "closure",
            "lift", "lift_cached", "lift_edge_index", "subcomplex"]

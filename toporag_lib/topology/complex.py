@@ -76,7 +76,7 @@ class CellComplex:
         return self._cached("components", lambda: _components(self.num_nodes, self.edge_src, self.edge_dst)[0])
 
     def boundary(self, dim: int) -> sp.csc_array:
-        """Signed boundary matrix: B1 (|V| x |E|) for dim 1, B2 (|E| x |2-cells|) for dim 2; int32 CSC."""
+        """Signed boundary matrix: B1 (|V| x |E|) for dim 1, B2 (|E| x |2-cells|) for dim 2; int32 CSC. B1 @ B2 = 0."""
         if _check_dim(dim, (1, 2)) == 1:
             return self._cached("B1", lambda: _node_edge_boundary(self.num_nodes, self.edge_src, self.edge_dst))
         return self._cached("B2", self._edge_cell_boundary)
@@ -101,7 +101,8 @@ class CellComplex:
         return self._cached("adj1", self._edge_adjacency)
 
     def with_features(self, node_emb: Tensor, edge_emb: Tensor) -> CellComplex:
-        """Attach Z0 = node_emb, Z1 = edge_emb and Z2 = mean of each 2-cell's boundary 0- and 1-cell features."""
+        """Attach Z0 = node_emb, Z1 = edge_emb and Z2 = mean of each 2-cell's boundary 0- and 1-cell features
+        (Algorithm 1, lines 16-28: z_e^2 = MEAN{z_x : x in the boundary of x_e^2})."""
         _check_features(self, node_emb, edge_emb)
         z2 = _cell_means(self.cell_ptr, self.cell_nodes, self.cell_edges, torch.cat([node_emb, edge_emb]),
                          self.num_nodes)

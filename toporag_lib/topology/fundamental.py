@@ -80,7 +80,8 @@ def _lowest_common_ancestor(forest: Forest, a: np.ndarray, b: np.ndarray) -> np.
 
 def fundamental_cells(forest: Forest, simple: SimpleGraph, src: np.ndarray, dst: np.ndarray,
                        tree_mask: np.ndarray, cap: int) -> CellSet:
-    """The fundamental cycle of every non-tree simple edge g = s -> t, when no longer than `cap`."""
+    """Algorithm 2 for all non-tree edges at once: the fundamental cycle of every non-tree simple edge g = s -> t
+    (its tree path plus g, eq. 10's 2-cell x_g), when no longer than `cap`."""
     gen = simple.rep[~tree_mask[simple.rep]]
     s, t = src[gen], dst[gen]
     w = _lowest_common_ancestor(forest, s, t)

@@ -7,9 +7,10 @@ neighbours in increasing index order, or "random": a minimum spanning tree under
 smallest node. Every simple edge outside the forest closes one fundamental cycle (its tree path plus itself),
 which bounds one 2-cell. 2-cells are ordered by the id of the edge that made them (`cell_generator`).
 
-Speed. `fundamental` traces all fundamental cycles at once with numpy (no Python loop over cycles). Beware that DFS trees make long cycles (on a WebQSP-sized graph, ~400 edges each on average): memory grows
-with the total cycle length, and the edge-edge upper adjacency with the sum of squared lengths (it is built on
-first use only; `max_cycle_len` bounds it).
+Speed. `fundamental` traces all fundamental cycles at once with numpy (no Python loop over cycles). Beware that
+DFS trees make long cycles (on a WebQSP-sized graph, ~400 edges each on average): memory grows with the total cycle
+length, and the edge-edge upper adjacency with the sum of squared lengths (it is built on first use only;
+`max_cycle_len` bounds it).
 
 Orientation. B1[src, j] = -1 and B1[dst, j] = +1. A 2-cell's boundary is stored as a closed walk that starts
 with the edge that made it, along that edge's direction: nodes v_0 = its source, v_1 = its target, ...; edge
