@@ -52,12 +52,13 @@ def hardware() -> str:
 
 
 def commit() -> str | None:
-    """The checkout's commit, with "+changes" when tracked files differ from it (None outside a git checkout)."""
+    """The checkout's commit, with "+changes" when tracked files outside `results/` (which runs write) differ from
+    it; None outside a git checkout."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!results"],
+                               cwd=PROJECT_ROOT, capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return None
     return head + ("+changes" if dirty else "")
