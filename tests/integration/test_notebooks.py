@@ -94,14 +94,19 @@ def test_03_retrieval_writes_table6_and_coverage(tmp_path, isolated_cache, tiny_
     assert (results / "03_retrieval_examples.png").stat().st_size > 10_000
 
 
+def tiny_training(llm: Path, encoder: Path) -> dict:
+    """The `training` parameter of notebooks 04 and 05 for tiny models made in code."""
+    return {"llm_path": str(llm), "llm_dtype": "float32", "encoder_path": str(encoder), "batch_size": 2,
+            "model": {"hidden_dim": 16}}
+
+
 def test_04_training_writes_results(tmp_path, isolated_cache, tiny_encoder_path):
     from tiny_models import CHATML, make_tiny_model
 
     llm = make_tiny_model(tmp_path / "tiny_llm", CHATML)
     run_one("04_training.ipynb", {"datasets": ["synthetic_scenes", "explagraphs"], "methods": ["zero-shot", "TopoRAG"],
                                   "limits": {"train": 4, "val": 2, "test": 4}, "synthetic_images": 6,
-                                  "llm_path": str(llm), "llm_dtype": "float32", "encoder_path": str(tiny_encoder_path),
-                                  "hidden_dim": 16, "batch_size": 2, "select_by": "val_score"}, tmp_path)
+                                  "select_by": "val_score", "training": tiny_training(llm, tiny_encoder_path)}, tmp_path)
     results = isolated_cache / "results"
     table = pd.read_csv(results / "04_training_results.csv")
     assert len(table) == 5 and set(table.method) == {"zero-shot", "TopoRAG", "G-Retriever (PyG)"}
@@ -119,8 +124,7 @@ def test_05_ablations_writes_tables_and_figures(tmp_path, isolated_cache, tiny_e
     run_one("05_ablations_sensitivity.ipynb",
             {"synthetic_images": 10, "retrieval_images": 8, "limits": {"train": 4, "val": 2, "test": 4},
              "seeds": [1, 2], "cycle_bases": ["BFS", "DFS"], "layer_values": [1, 2], "k2_values": [0, 2],
-             "llm_path": str(llm), "llm_dtype": "float32", "encoder_path": str(tiny_encoder_path), "hidden_dim": 16,
-             "batch_size": 2}, tmp_path)
+             "training": tiny_training(llm, tiny_encoder_path)}, tmp_path)
     results = isolated_cache / "results"
     table2 = pd.read_csv(results / "05_table2_ablations.csv").set_index("variant")
     assert list(table2.index) == ["TopoRAG", "w/o CRL (no 2-cells)", "w/o TSR (shortest path)", "w/o MTR (GCN)"]

@@ -9,6 +9,7 @@ import pytest
 
 from toporag_lib.study.profiles import PROFILES, notebook_parameters
 from toporag_lib.study.reproduce import NOTEBOOK_DIR
+from toporag_lib.training.config import PAPER_SETTINGS, TrainConfig
 
 
 def defined_parameters(name: str) -> set[str]:
@@ -36,3 +37,20 @@ def test_gpu_paper_needs_an_llm_folder(monkeypatch):
     monkeypatch.delenv("TOPORAG_LLM", raising=False)
     with pytest.raises(ValueError, match="TOPORAG_LLM"):
         notebook_parameters("gpu-paper", "04_training")
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_every_training_override_of_a_profile_is_a_valid_config(profile, monkeypatch):
+    monkeypatch.setenv("TOPORAG_LLM", "/models/llm")
+    for name in PROFILES[profile]:
+        training = notebook_parameters(profile, name).get("training")
+        if training is not None:
+            TrainConfig.from_dict({"dataset": "synthetic_scenes", **training})  # ConfigError on a bad key or type
+
+
+def test_gpu_paper_trains_with_the_papers_settings(monkeypatch):
+    monkeypatch.setenv("TOPORAG_LLM", "/models/llm")
+    training = notebook_parameters("gpu-paper", "04_training")["training"]
+    config = TrainConfig.from_dict({"dataset": "synthetic_scenes", **training})
+    assert (config.lr, config.batch_size, config.epochs, config.schedule, config.model.hidden_dim) == \
+        (PAPER_SETTINGS["lr"], 8, 10, "cosine", 1024)

@@ -98,11 +98,12 @@ def test_a_finished_constant_rate_run_extends_to_the_weights_of_a_longer_run(tin
 
 
 def test_resuming_under_another_config_is_refused(tiny_llm, tiny_encoder_path, tmp_path):
-    Trainer(config(tiny_llm, tiny_encoder_path, epochs=1), tmp_path, progress=False).train(stop_after_steps=1)
+    cosine = {"schedule": "cosine", "warmup_ratio": 0.1}
+    Trainer(config(tiny_llm, tiny_encoder_path, epochs=1, **cosine), tmp_path, progress=False).train(stop_after_steps=1)
     with pytest.raises(ValueError, match=r"different config \(lr\)"):
-        Trainer(config(tiny_llm, tiny_encoder_path, epochs=1, lr=5e-3), tmp_path, progress=False)
+        Trainer(config(tiny_llm, tiny_encoder_path, epochs=1, lr=5e-3, **cosine), tmp_path, progress=False)
     with pytest.raises(ValueError, match="from 1 to 2 epochs"):  # cosine: more epochs reshape the schedule
-        Trainer(config(tiny_llm, tiny_encoder_path, epochs=2), tmp_path, progress=False)
+        Trainer(config(tiny_llm, tiny_encoder_path, epochs=2, **cosine), tmp_path, progress=False)
     assert json.loads((tmp_path / "config.json").read_text())["epochs"] == 1  # the folder still describes its run
 
 

@@ -1,7 +1,8 @@
 """Run profiles for `make reproduce`: parameter overrides per notebook.
 
-A notebook's own `parameters` cell holds the `cpu-quick` defaults (so a plain run is the quick run); a profile
-overrides some of them. Notebooks are named by their file stem, e.g. `01_datasets`. The `gpu-paper` profile takes
+A notebook's own `parameters` cell holds the `cpu-quick` defaults (so a plain run is the quick run), and only what
+that notebook varies; training settings beyond those go in its `training` parameter as sparse `TrainConfig`
+overrides. A profile overrides some of them. Notebooks are named by their file stem, e.g. `01_datasets`. The `gpu-paper` profile takes
 the LLM folder from `TOPORAG_LLM` (e.g. a local Llama-2-7b-hf) and the sentence encoder folder from
 `TOPORAG_ENCODER` (e.g. all-roberta-large-v1); nothing is downloaded.
 """
@@ -11,9 +12,18 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from toporag_lib.config import merge
+from toporag_lib.training.config import PAPER_SETTINGS
+
 FULL_SPLITS = {"train": None, "val": None, "test": None}
 SEEDS = [42, 43, 44]
-PAPER_SCHEDULE = {"schedule": "cosine", "warmup_ratio": 0.1}  # G-Retriever's; the CPU notebooks keep a constant rate
+
+
+def gpu_training() -> dict[str, Any]:
+    """The paper's training settings (`training.config.PAPER_SETTINGS`) on CUDA with the local LLM and encoder."""
+    return merge(PAPER_SETTINGS, {"device": "cuda", "llm_path": os.environ.get("TOPORAG_LLM"),
+                                  "encoder_path": os.environ.get("TOPORAG_ENCODER")})
+
 
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # The default: every notebook on this kind of 2-core CPU with the bundled small models, subsets, one seed.
@@ -38,19 +48,14 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "gpu-paper": {
         "01_datasets": {"synthetic_images": 2000},
         "03_retrieval": {"synthetic_images": 1000, "encoder_path": os.environ.get("TOPORAG_ENCODER")},
-        "04_training": {"limits": FULL_SPLITS, "synthetic_images": 5000, "epochs": 10, "batch_size": 8, "lr": 1e-5,
-                        "lora_lr": 1e-5, **PAPER_SCHEDULE, "hidden_dim": 1024, "num_layers": 2, "device": "cuda",
-                        "llm_path": os.environ.get("TOPORAG_LLM"), "encoder_path": os.environ.get("TOPORAG_ENCODER"),
+        "04_training": {"limits": FULL_SPLITS, "synthetic_images": 5000, "epochs": 10, "training": gpu_training(),
                         "methods": ["zero-shot", "prompt tuning", "G-Retriever", "G-Retriever + LoRA", "TopoRAG",
                                     "TopoRAG + LoRA"]},
         "05_ablations_sensitivity": {"synthetic_images": 5000, "limits": FULL_SPLITS, "epochs": 10, "seeds": SEEDS,
-                                     "batch_size": 8, "lr": 1e-5, "lora_lr": 1e-5, **PAPER_SCHEDULE, "hidden_dim": 1024,
-                                     "device": "cuda", "llm_path": os.environ.get("TOPORAG_LLM"),
-                                     "encoder_path": os.environ.get("TOPORAG_ENCODER"), "retrieval_images": 1000,
+                                     "training": gpu_training(), "retrieval_images": 1000,
                                      "cycle_bases": ["BFS", "DFS", "random", "minimum basis"],
                                      "layer_values": [2, 3, 4, 5], "k2_values": [0, 1, 2, 3]},
-        "06_efficiency": {"device": "cuda", "llm_path": os.environ.get("TOPORAG_LLM"),
-                          "encoder_path": os.environ.get("TOPORAG_ENCODER"), "batch_size": 8, "hidden_dim": 1024,
+        "06_efficiency": {"training": merge(gpu_training(), {"model": {"hidden_dim": 1024}}), "batch_size": 8,
                           "warmup": 3, "steps": 30, "memory_steps": 3, "preprocess_questions": None, "repeats": 7,
                           "queries": 10, "feature_dim": 1024},
     },

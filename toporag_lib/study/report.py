@@ -17,15 +17,23 @@ from typing import Any
 import pandas as pd
 
 from toporag_lib import atomic
+from toporag_lib.config import merge
 from toporag_lib.study import paper
+from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import hardware, read_ledger
 
 
-def write_setup(path: str | Path, **parameters: Any) -> dict[str, Any]:
-    """Save a notebook's parameters with the hardware, library versions and time, as JSON beside its results."""
+def write_setup(path: str | Path, training: dict[str, Any] | None = None, **parameters: Any) -> dict[str, Any]:
+    """Save a notebook's parameters with the hardware, library versions and time, as JSON beside its results.
+
+    `training` (sparse `TrainConfig` overrides) is recorded resolved: every training setting the runs used.
+    """
     import torch
     import transformers
 
+    if training is not None:
+        resolved = TrainConfig.from_dict(merge({"dataset": "synthetic_scenes"}, training)).to_dict()
+        parameters = {**{k: v for k, v in resolved.items() if k not in ("dataset", "retrieval")}, **parameters}
     record = {**parameters, "llm": Path(parameters["llm_path"]).name if parameters.get("llm_path")
               else "SmolLM2-135M-Instruct (bundled)", "hardware": hardware(), "torch": torch.__version__,
               "transformers": transformers.__version__,

@@ -13,8 +13,8 @@ SIZES = [10, 100, 400]
 def run_06(tmp_path: Path, llm: Path, encoder: Path) -> None:
     import papermill
 
-    parameters = {"llm_path": str(llm), "llm_dtype": "float32", "encoder_path": str(encoder), "hidden_dim": 16,
-                  "batch_size": 2, "warmup": 1, "steps": 2, "memory_steps": 1, "preprocess_questions": 6,
+    training = {"llm_path": str(llm), "llm_dtype": "float32", "encoder_path": str(encoder), "model": {"hidden_dim": 16}}
+    parameters = {"training": training, "batch_size": 2, "warmup": 1, "steps": 2, "memory_steps": 1, "preprocess_questions": 6,
                   "sizes": SIZES, "repeats": 1, "queries": 1, "feature_dim": 16, "fit_min_nodes": 10}
     papermill.execute_notebook(str(NOTEBOOKS / "06_efficiency.ipynb"), str(tmp_path / "06_efficiency.ipynb"),
                                parameters=parameters, cwd=str(NOTEBOOKS), kernel_name="python3", progress_bar=False)
