@@ -13,6 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toporag_lib.data.metrics import (
+    exact_match_accuracy,
+    exact_match_correct,
     explagraphs_accuracy,
     normalize,
     per_family_accuracy,
@@ -230,12 +232,20 @@ def test_all_metrics_match_reference_on_random_texts(pairs):
 
 def test_metric_for_each_dataset():
     assert metric_for("explagraphs") is explagraphs_accuracy
-    for name in ("scenegraphs", "gqa_fixtures", "synthetic_scenes"):
+    for name in ("scenegraphs", "gqa_fixtures"):
         assert metric_for(name) is scenegraphs_accuracy
+    assert metric_for("synthetic_scenes") is exact_match_accuracy
     assert metric_for("webqsp")(["The Paris", "x"], ["paris", "y"]) == 0.5
     for lookup in (metric_for, correct_for):
         with pytest.raises(ValueError, match="unknown dataset 'cora'"):
             lookup("cora")
+
+
+def test_exact_match_refuses_answers_that_hedge():
+    predictions, labels = ["yes no", "Yes.", "The  Cup", "a red cup", "no"], ["yes", "yes", "cup", "cup", "no"]
+    assert [exact_match_correct(p, y) for p, y in zip(predictions, labels)] == [False, True, True, False, True]
+    assert scenegraphs_accuracy(predictions[:1], labels[:1]) == 1.0  # label in prediction would count "yes no"
+    assert exact_match_accuracy(predictions, labels) == 0.6
 
 
 @given(st.lists(st.tuples(TEXTS, TEXTS), min_size=1, max_size=6))

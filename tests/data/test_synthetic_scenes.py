@@ -1,4 +1,4 @@
-"""Synthetic scenes: every answer re-derived by an independent checker from the scene-graph JSON alone."""
+"""Synthetic scenes, version 1: every answer re-derived by an independent checker from the scene-graph JSON alone."""
 
 import json
 from collections import Counter
@@ -135,7 +135,7 @@ def test_scenes_are_gqa_shaped_and_positions_agree_with_relations(generated):
 
 
 def test_graphs_have_cycles():
-    ds = load_synthetic_scenes(num_images=50, seed=3)
+    ds = load_synthetic_scenes(num_images=50, seed=3, version=1)
     assert sum(s.graph.num_independent_cycles() > 0 for s in ds) >= 0.9 * len(ds)
 
 
@@ -169,7 +169,7 @@ def test_same_seed_same_output_different_seed_different():
 
 def test_load_synthetic_scenes_meta_points_at_the_right_nodes(generated):
     scenes, questions = generated
-    ds = load_synthetic_scenes(num_images=200, questions_per_image=3, seed=7)
+    ds = load_synthetic_scenes(num_images=200, questions_per_image=3, seed=7, version=1)
     assert ds.name == "synthetic_scenes" and len(ds) == 600 and ds.dropped == 0
     assert sorted(i for idx in ds.split.values() for i in idx) == list(range(600))
     for sample in ds:
@@ -194,8 +194,8 @@ def test_write_scenes_round_trips_through_load_scenegraphs(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["questions.json", "sceneGraphs.json"]  # no temp files
     assert json.loads(paths[0].read_text()) == generate_scenes(20, 3, seed=2)[0]
     from_files = load_scenegraphs(tmp_path)
-    in_memory = load_synthetic_scenes(num_images=20, questions_per_image=3, seed=2)
-    under_root = load_synthetic_scenes(num_images=20, questions_per_image=3, seed=2, root=tmp_path / "sub")
+    in_memory = load_synthetic_scenes(num_images=20, questions_per_image=3, seed=2, version=1)
+    under_root = load_synthetic_scenes(num_images=20, questions_per_image=3, seed=2, root=tmp_path / "sub", version=1)
     assert from_files.name == "scenegraphs" and from_files.split == in_memory.split == under_root.split
     for a, b, c in zip(from_files, in_memory, under_root):
         assert (a.id, a.question, a.label, a.graph) == (b.id, b.question, b.label, b.graph) == (c.id, c.question,

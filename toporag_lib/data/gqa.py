@@ -139,15 +139,15 @@ def object_index(scene: dict) -> dict[str, int]:
     return {str(oid): i for i, oid in enumerate(scene["objects"])}
 
 
-def node_text(obj: dict) -> str:
-    """G-Retriever's node text: `name: N; attribute: a1, a2; (x,y,w,h): (x, y, w, h)`."""
+def node_text(obj: dict, boxes: bool = True) -> str:
+    """G-Retriever's node text: `name: N; attribute: a1, a2; (x,y,w,h): (x, y, w, h)` (without the box: `boxes`)."""
     text = f"name: {obj['name']}"
     if len(obj["attributes"]) > 0:
         text += "; attribute: " + ", ".join(obj["attributes"])
-    return text + "; (x,y,w,h): " + str((obj["x"], obj["y"], obj["w"], obj["h"]))
+    return text + ("; (x,y,w,h): " + str((obj["x"], obj["y"], obj["w"], obj["h"])) if boxes else "")
 
 
-def scene_graph_to_graph(image_id: str, scene: dict) -> TextualGraph:
+def scene_graph_to_graph(image_id: str, scene: dict, boxes: bool = True) -> TextualGraph:
     """One image's scene graph as G-Retriever textualizes it; ValueError on a relation to an unknown object."""
     if "objects" not in scene:
         raise ValueError(f"image {image_id}: scene graph has no 'objects'")
@@ -155,7 +155,7 @@ def scene_graph_to_graph(image_id: str, scene: dict) -> TextualGraph:
     nodes, edges = [], []
     for oid, obj in scene["objects"].items():
         try:
-            nodes.append(node_text(obj))
+            nodes.append(node_text(obj, boxes))
             relations = obj["relations"]
         except KeyError as err:
             raise ValueError(f"image {image_id}: object {oid} lacks field {err}") from None
@@ -233,7 +233,8 @@ def _drop_note(count: int, reason: str, image_ids: list[str]) -> str:
     return f"dropped {count} question(s) {reason} (image ids {shown})"
 
 
-def build_scenegraphs(name: str, scene_graphs: dict[str, dict], questions: Sequence[GQAQuestion]) -> QADataset:
+def build_scenegraphs(name: str, scene_graphs: dict[str, dict], questions: Sequence[GQAQuestion],
+                      boxes: bool = True) -> QADataset:
     """Questions + scene graphs -> QADataset (graphs built once per image, shared by its questions).
 
     Questions whose image has no scene graph, or an empty one, are dropped and reported in `dropped`/`notes`.
@@ -252,7 +253,7 @@ def build_scenegraphs(name: str, scene_graphs: dict[str, dict], questions: Seque
             unknown.append(q.image_id)
             continue
         if q.image_id not in graphs:
-            graphs[q.image_id] = (scene_graph_to_graph(q.image_id, scene), object_index(scene))
+            graphs[q.image_id] = (scene_graph_to_graph(q.image_id, scene, boxes), object_index(scene))
         graph, index = graphs[q.image_id]
         if graph.num_nodes == 0:
             empty.append(q.image_id)

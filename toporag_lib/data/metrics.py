@@ -2,7 +2,9 @@
 
 - ExplaGraphs: the first match of `support|Support|Counter|counter` in the stripped prediction, lower-cased, must
   equal the label; no match is wrong (so "SUPPORT" never counts).
-- SceneGraphs (and the GQA fixtures and synthetic scenes): `label in prediction`, raw and case-sensitive.
+- SceneGraphs (and the GQA fixtures): `label in prediction`, raw and case-sensitive.
+- Synthetic scenes (ours): exact match of the normalised answer (below), so that answering "yes no" scores nothing;
+  `label in prediction` is reported beside it.
 - WebQSP: the prediction's "|" become newlines and it is split into lines; the label is split on "|"; texts are
   normalised (lower-case, punctuation removed, the words a/an/the replaced by a space, white space collapsed) and a
   gold answer matches when it is a substring of the prediction's lines joined by spaces. Hit: any gold answer
@@ -67,6 +69,17 @@ def scenegraphs_accuracy(predictions: Sequence[str], labels: Sequence[str]) -> f
     """Share of predictions that contain their label (`scenegraphs_correct`)."""
     _check(predictions, labels)
     return _mean([scenegraphs_correct(p, y) for p, y in zip(predictions, labels)])
+
+
+def exact_match_correct(prediction: str, label: str) -> bool:
+    """The normalised prediction equals the normalised label (`normalize`), so "yes no" is wrong for "yes"."""
+    return normalize(prediction) == normalize(label)
+
+
+def exact_match_accuracy(predictions: Sequence[str], labels: Sequence[str]) -> float:
+    """Share of predictions that are exactly their label once both are normalised (the synthetic scenes' metric)."""
+    _check(predictions, labels)
+    return _mean([exact_match_correct(p, y) for p, y in zip(predictions, labels)])
 
 
 # -- WebQSP -------------------------------------------------------------------------------------------------------

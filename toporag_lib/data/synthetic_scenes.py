@@ -1,4 +1,5 @@
-"""Synthetic scenes (ours): seeded procedural scene graphs and questions in GQA's official formats.
+"""Synthetic scenes (ours): seeded procedural scene graphs and questions in GQA's official formats. This module is
+version 1 and the loader of both versions; version 2, the default, is `scene_testbed`.
 
 Each image holds 1-3 pieces of furniture (table, shelf, desk, counter) and small objects standing on them,
 under them or on the floor: 5-15 objects, with attributes `[colour, material, size]` and integer boxes. Relations
@@ -47,6 +48,7 @@ from toporag_lib.data.gqa import (
     read_questions,
     read_scene_graphs,
 )
+from toporag_lib.data.scene_testbed import generate_testbed
 from toporag_lib.data.synthetic_layout import SPATIAL, make_scene
 
 QUERIES = {"colour": 0, "material": 1}  # position of the attribute in an object's `attributes`
@@ -337,23 +339,31 @@ def write_scenes(out_dir: str | Path, num_images: int, questions_per_image: int 
 
 
 def load_synthetic_scenes(num_images: int = 1000, questions_per_image: int = 3, seed: int = 0,
-                          root: str | Path | None = None) -> QADataset:
+                          root: str | Path | None = None, version: int = 2) -> QADataset:
     """Synthetic scenes as a QADataset (through the SceneGraphs conversion), with family/needs in each meta.
 
-    With `root`, the files are written there first and read back. meta adds `family`, `needs`, `template`,
-    `evidence_nodes` (node indices of every object the answer depends on) to the SceneGraphs meta, whose
-    `answer_nodes` lists the node holding the answer (empty for yes/no).
+    `version=2` (the default) is the testbed of `toporag_lib.data.scene_testbed`, whose loop questions need the
+    loop; `version=1` the scenes of this module, as every run before version 2 existed used them. With `root`, the
+    files are written there first and read back. meta adds `family`, `needs`, `template` and `evidence` ({"nodes",
+    "edges"}: graph ids of the cells the answer depends on); version 2 also `structure` (what the reference solvers
+    read) and version 1 `evidence_nodes` (node indices of every object the answer depends on).
     """
-    scenes, questions = generate_scenes(num_images, questions_per_image, seed)
+    if version not in (1, 2):
+        raise ValueError(f"synthetic_scenes version={version!r}: expected 1 or 2")
+    generate = generate_scenes if version == 1 else generate_testbed
+    scenes, questions = generate(num_images, questions_per_image, seed)
     if root is None:
         records = questions_from_gqa_json(questions)
     else:
         scene_path, question_path = _write_scenes_files(Path(root), scenes, questions)
         scenes, records = read_scene_graphs(scene_path), read_questions(question_path)
-    dataset = build_scenegraphs("synthetic_scenes", scenes, records)
+    dataset = build_scenegraphs("synthetic_scenes", scenes, records, boxes=version == 1)
     for sample in dataset:
         q = questions[sample.id]
-        index = object_index(scenes[q["imageId"]])
-        sample.meta.update(family=q["family"], needs=q["needs"], template=q["template"],
-                           evidence_nodes=[index[o] for o in q["objects"]])
+        sample.meta.update(family=q["family"], needs=q["needs"], template=q["template"], version=version)
+        if version == 1:
+            index = object_index(scenes[q["imageId"]])
+            sample.meta["evidence_nodes"] = [index[o] for o in q["objects"]]
+        else:
+            sample.meta.update(evidence=q["evidence"], structure=q["structure"])
     return dataset

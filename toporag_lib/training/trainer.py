@@ -28,7 +28,7 @@ from transformers import (
 
 from toporag_lib import atomic
 from toporag_lib.data.metrics import per_family_accuracy
-from toporag_lib.data.registry import load_dataset, metric_for
+from toporag_lib.data.registry import dataset_spec, load_dataset, metric_for
 from toporag_lib.embed import TextEncoder
 from toporag_lib.generation.factory import build_model
 from toporag_lib.generation.inputs import Example, collate
@@ -289,6 +289,9 @@ class Trainer:
         metric = metric_for(self.config.dataset)
         metrics = {"dataset": self.config.dataset, "split": split, "n": len(records),
                    "score": metric(preds, labels) if records else float("nan")}
+        spec = dataset_spec(self.config.dataset)
+        if records and spec.secondary:
+            metrics["secondary"] = {name: score(preds, labels) for name, score in spec.secondary.items()}
         families = [r["family"] for r in records]
         if any(families):
             metrics["per_family"] = per_family_accuracy(preds, labels, families, metric)
