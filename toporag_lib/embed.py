@@ -180,12 +180,19 @@ class TextEncoder:
         bar.close()
 
 
-def embed_graphs(graphs: Sequence[TextualGraph], encoder: TextEncoder) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """(node features, edge features) of each graph, with all texts sent to the encoder in one call."""
+EDGE_TEXTS = ("relation", "triple")
+
+
+def embed_graphs(graphs: Sequence[TextualGraph], encoder: TextEncoder,
+                 edge_text: str = "relation") -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(node features, edge features) of each graph, with all texts sent to the encoder in one call. An edge's text
+    is its relation (G-Retriever's) or, with `edge_text="triple"`, the verbalised triple `TextualGraph.triples`."""
+    if edge_text not in EDGE_TEXTS:
+        raise ValueError(f"edge_text={edge_text!r}: expected one of {list(EDGE_TEXTS)}")
     texts: list[str] = []
     for graph in graphs:
         texts.extend(graph.nodes)
-        texts.extend(graph.edge_texts)
+        texts.extend(graph.edge_texts if edge_text == "relation" else graph.triples())
     vectors = encoder.encode(texts)
     out, start = [], 0
     for graph in graphs:

@@ -9,7 +9,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from toporag_lib.paths import PROJECT_ROOT
-from toporag_lib.study import reproduce
+from toporag_lib.study import reproduce, testbed
 
 NOTEBOOKS = PROJECT_ROOT / "notebooks"
 
@@ -83,7 +83,8 @@ def test_02_cell_lifting_writes_figures_and_lengths(tmp_path, isolated_cache):
 
 
 def test_03_retrieval_writes_table6_and_coverage(tmp_path, isolated_cache, tiny_encoder_path):
-    run_one("03_retrieval.ipynb", {"synthetic_images": 8, "k2_values": [0, 2], "c2_values": [1.0],
+    run_one("03_retrieval.ipynb", {"synthetic_images": 8, "evidence_images": 15, "k2_values": [0, 2],
+                                   "c2_values": [1.0],
                                    "count_tokens": False, "encoder_path": str(tiny_encoder_path)}, tmp_path)
     results = isolated_cache / "results"
     table6 = pd.read_csv(results / "03_table6_cells_per_dimension.csv")
@@ -93,6 +94,11 @@ def test_03_retrieval_writes_table6_and_coverage(tmp_path, isolated_cache, tiny_
     whole = coverage[coverage.method == "whole graph"].covers_answer.dropna()  # yes/no loops name no answer node
     assert len(whole) and (whole == 1.0).all()
     assert (results / "03_retrieval_examples.png").stat().st_size > 10_000
+    evidence = pd.read_csv(results / "03_evidence_recall.csv")
+    assert {"method", "family", "evidence_recall", "covers_answer", "n"} <= set(evidence.columns)
+    assert set(evidence.method) == set(testbed.RETRIEVAL_VARIANTS) and evidence.evidence_recall.between(0, 1).all()
+    whole_loop = evidence[(evidence.family == "loop") & (evidence.method == "G-Retriever")]
+    assert len(whole_loop) == 1 and (evidence.evidence_recall_lo <= evidence.evidence_recall).all()
 
 
 def tiny_training(llm: Path, encoder: Path) -> dict:

@@ -23,6 +23,8 @@ def test_two_processes_match_one_on_the_same_global_batch(tiny_encoder_path, tmp
                         lora_dropout=0.0)  # no dropout: its draws differ per process
     config = TrainConfig(dataset="synthetic_scenes", dataset_options={"num_images": 8, "questions_per_image": 2,
                                                                       "seed": 1, "version": 1},
+                         lift={"basis": "fundamental", "tree": "bfs", "parallel": "digon"}, edge_text="relation",
+                         retrieval={"k1": 5, "cells": "top_k"},
                          limits={"train": 7, "val": 3, "test": 2}, encoder_path=str(tiny_encoder_path),
                          llm_path=str(llm), llm_dtype="float32", epochs=2, batch_size=4, eval_batch_size=2,
                          lr=1e-2, lora_lr=1e-2, max_new_tokens=2, max_txt_len=48, max_grad_norm=1.0, patience=5,

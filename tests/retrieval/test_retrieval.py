@@ -186,7 +186,7 @@ def test_bad_input_is_reported():
 def test_dataset_defaults_follow_the_paper():
     assert dataset_retrieval("webqsp").k0 == 3 and dataset_retrieval("webqsp").k1 == 3
     assert dataset_retrieval("scenegraphs").k1 == 5
-    assert dataset_retrieval("explagraphs").kwargs() == {"method": "whole_graph"}
+    assert dataset_retrieval("explagraphs").kwargs() == {"method": "whole_graph", "k2": 2}
     assert RetrievalConfig(method="kaping").kwargs() == {"method": "kaping", "k1": 5}
 
 
@@ -212,3 +212,44 @@ def test_prepare_with_cached_lifts_matches_plain_lifting(tiny_encoder_path, isol
     for a, b in zip(plain.complexes, again.complexes):
         assert np.array_equal(a.cell_edges, b.cell_edges) and torch.equal(a.z2, b.z2)
     assert plain.graph_of == cached.graph_of == [0, 0, 1, 1, 2, 2]
+
+
+def test_whole_graph_without_2cells_really_has_none():
+    graph = TextualGraph(["a", "b", "c"], [(0, 1, "r"), (1, 2, "r"), (2, 0, "r")])
+    cc = lift(graph, torch.randn(3, 8), torch.randn(3, 8))
+    q = torch.randn(8)
+    assert retrieve(cc, q, "whole_graph").num_cells(2) == 1  # the triangle
+    assert retrieve(cc, q, "whole_graph", k2=0).num_cells(2) == 0  # w/o CRL on ExplaGraphs
+    assert retrieve(cc, q, "whole_graph", k2=0).num_cells(1) == 3
+
+
+def test_toporag_with_gretriever_prizes_and_no_2cells_is_gretriever():
+    rng = np.random.default_rng(3)
+    for trial in range(25):
+        n = int(rng.integers(3, 30))
+        edges = [(int(a), int(b), f"r{int(rng.integers(3))}") for a, b in rng.integers(0, n, size=(2 * n, 2))]
+        graph = TextualGraph([f"v{i}" for i in range(n)], edges)
+        cc = lift(graph, torch.randn(n, 8), torch.randn(len(edges), 8))
+        q = torch.randn(8)
+        ours = retrieve(cc, q, "toporag", k2=0, prizes="gretriever")
+        theirs = retrieve(cc, q, "gretriever")
+        assert np.array_equal(ours.nodes, theirs.nodes) and np.array_equal(ours.edges, theirs.edges), trial
+
+
+def test_a_2cell_that_pays_for_its_boundary_is_a_leaf_not_a_free_hub():
+    from toporag_lib.retrieval import pcst
+
+    edge_index = np.array([[0, 1, 2], [1, 2, 0]])
+    prizes, edge_prizes = np.array([3.0, 0.0, 2.0], np.float32), np.zeros(3, np.float32)
+    hub = pcst.build_instance(3, edge_index, prizes, edge_prizes, 0.5, cell_ids=np.array([0]),
+                              cell_prizes=np.array([4.0]), cell_vertex_ptr=np.array([0, 3]),
+                              cell_vertices=np.array([0, 1, 2]))
+    leaf = pcst.build_instance(3, edge_index, prizes, edge_prizes, 0.5, cell_ids=np.array([0]),
+                               cell_prizes=np.array([4.0]), cell_vertex_ptr=np.array([0, 1]),
+                               cell_vertices=np.array([0]), cell_spoke_costs=np.array([1.5]))
+    assert hub.costs[-3:].tolist() == [0.0, 0.0, 0.0] and len(hub.edges) == 6  # tied to every vertex, free
+    assert leaf.costs[-1] == 1.5 and leaf.edges[-1].tolist() == [3, 0] and len(leaf.edges) == 4  # one paid tie
+    graph = TextualGraph([f"v{i}" for i in range(6)], [(i, (i + 1) % 6, "r") for i in range(6)])
+    cc = lift(graph, torch.eye(8)[:6], torch.eye(8)[2:8])
+    sub = retrieve(cc, torch.eye(8)[0] + torch.eye(8)[3], "toporag", k0=2, cells="all", cell_cost="boundary")
+    assert set(sub.edges.tolist()) >= {int(e) for c in sub.cells2.tolist() for e in cc.cell(c).edges}

@@ -29,14 +29,14 @@ def test_every_preset_is_a_valid_config(method):
 
 
 def test_explagraphs_gives_every_graph_method_the_whole_graph_except_kaping():
-    assert method_config("G-Retriever", "explagraphs").retrieval.kwargs() == {"method": "whole_graph"}
-    assert method_config("TopoRAG", "explagraphs").retrieval.kwargs() == {"method": "whole_graph"}
+    assert method_config("G-Retriever", "explagraphs").retrieval.kwargs() == {"method": "whole_graph", "k2": 2}
+    assert method_config("TopoRAG", "explagraphs").retrieval.kwargs() == {"method": "whole_graph", "k2": 2}
     assert method_config("KAPING", "explagraphs").retrieval.kwargs() == {"method": "kaping", "k1": 5}
 
 
 def test_retrieval_overrides_apply_after_the_dataset_and_method_defaults():
     config = method_config("TopoRAG", "synthetic_scenes", {"retrieval": {"k2": 0}})
-    assert (config.retrieval.method, config.retrieval.k2, config.retrieval.k1) == ("toporag", 0, 5)
+    assert (config.retrieval.method, config.retrieval.k2, config.retrieval.k1) == ("toporag", 0, 8)  # the testbed k1
     assert method_config("TopoRAG", "explagraphs", {"retrieval": {"method": "shortest_path"}}).retrieval.kwargs() == \
         {"method": "shortest_path", "k0": 3}
 
@@ -50,7 +50,7 @@ def test_ablations_change_one_thing_each():
     assert tsr.retrieval.method == "shortest_path" and tsr.model == base.model
     assert mtr.model.encoder == "gcn" and mtr.retrieval == base.retrieval
     assert variant_config("TopoRAG", "synthetic_scenes", CYCLE_BASES["minimum basis"]).lift == \
-        LiftConfig(basis="minimum")
+        LiftConfig(basis="minimum", parallel="ignore")  # the testbed's default keeps no digons
 
 
 def test_the_unchanged_variant_is_the_methods_own_run():

@@ -22,9 +22,14 @@ def tiny_llm(tmp_path_factory):
     return make_tiny_model(tmp_path_factory.mktemp("tiny_llm"), CHATML)
 
 
+# The retrieval the tolerances below were set on (before the testbed's defaults).
+V1_PIPELINE = {"lift": {"basis": "fundamental", "tree": "bfs", "parallel": "digon"}, "edge_text": "relation",
+               "retrieval": {"k1": 5, "cells": "top_k"}}
+
+
 def config(tiny_llm, tiny_encoder_path, **overrides) -> TrainConfig:
     options = {"num_images": 8, "questions_per_image": 2, "seed": 1, "version": 1}  # the trainer's mechanics, on v1
-    values = dict(dataset="synthetic_scenes", dataset_options=options,
+    values = dict(dataset="synthetic_scenes", dataset_options=options, **V1_PIPELINE,
                   limits={"train": 6, "val": 2, "test": 2}, encoder_path=str(tiny_encoder_path),
                   llm_path=str(tiny_llm), llm_dtype="float32", epochs=2, batch_size=2, eval_batch_size=2,
                   lr=1e-2, max_new_tokens=4, max_txt_len=48, max_grad_norm=1.0, checkpoint_every=1, patience=5,

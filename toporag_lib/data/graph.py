@@ -44,6 +44,11 @@ class TextualGraph:
     def edge_texts(self) -> list[str]:
         return [text for _, _, text in self.edges]
 
+    def triples(self) -> list[str]:
+        """Each edge verbalised with its ends, `(head text, relation, tail text)`, as KAPING and SubgraphRAG score
+        triples."""
+        return [f"({self.nodes[s]}, {text}, {self.nodes[d]})" for s, d, text in self.edges]
+
     @property
     def edge_index(self) -> torch.Tensor:
         """Long tensor of shape [2, num_edges]: row 0 sources, row 1 targets."""

@@ -55,8 +55,10 @@ def shortest_path(cc: CellComplex, q_emb, k0: int) -> Subcomplex:
                 node = prev
     return Subcomplex(seeds, np.array(edges, dtype=np.int64), empty_ids())
 
-def whole_graph(cc: CellComplex, q_emb) -> Subcomplex:
-    return Subcomplex(np.arange(cc.num_nodes), np.arange(cc.num_cells(1)), np.arange(cc.num_cells(2)))
+def whole_graph(cc: CellComplex, q_emb, k2: int) -> Subcomplex:
+    """Every cell (what G-Retriever does on ExplaGraphs); with k2 = 0 no 2-cell ("w/o CRL" on such datasets)."""
+    return Subcomplex(np.arange(cc.num_nodes), np.arange(cc.num_cells(1)),
+                      np.arange(cc.num_cells(2)) if k2 > 0 else empty_ids())
 
 def khop(cc: CellComplex, q_emb, k0: int, hops: int) -> Subcomplex:
     seeds = top_k(unit_cosine(q_emb, cc.unit_features(0)), k0)

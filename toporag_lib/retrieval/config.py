@@ -10,12 +10,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from toporag_lib.data.registry import dataset_spec
+from toporag_lib.retrieval.toporag import CELL_COSTS, CELL_RANKS, CELLS, PRIZES
 
 METHOD_PARAMS: dict[str, tuple[str, ...]] = {
-    "toporag": ("k0", "k1", "k2", "c2", "cost_e"),
+    "toporag": ("k0", "k1", "k2", "c2", "cost_e", "prizes", "cells", "cell_rank", "cell_cost"),
     "gretriever": ("k0", "k1", "cost_e"),
     "shortest_path": ("k0",),
-    "whole_graph": (),
+    "whole_graph": ("k2",),
     "khop": ("k0", "hops"),
     "kaping": ("k1",),
 }
@@ -28,6 +29,7 @@ class RetrievalConfig:
 
     k0, k1: top-k 0- and 1-cells that get rank prizes (eq. 13); k2: top-k 2-cells (Algorithm 3); c2: the cost per
     boundary edge in a 2-cell's prize (eq. 14); cost_e: G-Retriever's edge cost; hops: the k-hop baseline's radius.
+    prizes, cells, cell_rank, cell_cost: TopoRAG's construction choices (`retrieval.toporag`).
     """
 
     method: str = "toporag"
@@ -37,10 +39,18 @@ class RetrievalConfig:
     c2: float = 1.0
     cost_e: float = 0.5
     hops: int = 1
+    prizes: str = "rank"
+    cells: str = "top_k"
+    cell_rank: str = "prize"
+    cell_cost: str = "free"
 
     def __post_init__(self) -> None:
         if self.method not in METHOD_PARAMS:
             raise ValueError(f"unknown retrieval method {self.method!r}; known: {list(METHOD_PARAMS)}")
+        for name, allowed in (("prizes", PRIZES), ("cells", CELLS), ("cell_rank", CELL_RANKS),
+                              ("cell_cost", CELL_COSTS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"RetrievalConfig.{name}={getattr(self, name)!r}: expected one of {list(allowed)}")
 
     def kwargs(self) -> dict[str, Any]:
         """`retrieve`'s keyword arguments: the method and the parameters it reads."""

@@ -3,7 +3,7 @@
 G-Retriever's construction, generalised to cell complexes: an edge whose prize exceeds `cost_e` becomes a virtual
 node with prize (prize - cost_e) joined to its two ends by zero-cost edges; every other edge costs
 (cost_e - prize). A prized 2-cell becomes a virtual node with its prize, joined to each of its boundary vertices
-at zero cost. One unrooted tree, 'gw' pruning (pcst_fast). The instance is built with numpy, no Python loop over
+at zero cost (or, with spoke costs, tied to some of them at a cost). One unrooted tree, 'gw' pruning (pcst_fast). The instance is built with numpy, no Python loop over
 edges; the order of the solver's edges is G-Retriever's (real edges, then each virtual node's pair of edges), so
 that its answers match PyTorch Geometric's `retrieval_via_pcst` exactly.
 """
@@ -40,12 +40,13 @@ class PCSTInstance:
 
 def build_instance(num_nodes: int, edge_index: np.ndarray, node_prizes: np.ndarray, edge_prizes: np.ndarray,
                    cost_e: float, cell_ids: np.ndarray | None = None, cell_prizes: np.ndarray | None = None,
-                   cell_vertex_ptr: np.ndarray | None = None, cell_vertices: np.ndarray | None = None
-                   ) -> PCSTInstance:
+                   cell_vertex_ptr: np.ndarray | None = None, cell_vertices: np.ndarray | None = None,
+                   cell_spoke_costs: np.ndarray | None = None) -> PCSTInstance:
     """Build the PCST instance. Prizes are float32, as G-Retriever computes them.
 
-    `edge_index` is [2, E]. Optional 2-cells: `cell_ids` [C], `cell_prizes` [C] (> 0), and their boundary vertices
-    in CSR form (`cell_vertices[cell_vertex_ptr[i]:cell_vertex_ptr[i + 1]]` for cell i).
+    `edge_index` is [2, E]. Optional 2-cells: `cell_ids` [C], `cell_prizes` [C] (> 0), the vertices each is tied to
+    in CSR form (`cell_vertices[cell_vertex_ptr[i]:cell_vertex_ptr[i + 1]]` for cell i), and the cost of each of
+    cell i's ties, `cell_spoke_costs[i]` (default 0).
     """
     edge_prizes = np.asarray(edge_prizes, dtype=np.float32)
     cost = np.float32(cost_e)
@@ -67,7 +68,8 @@ def build_instance(num_nodes: int, edge_index: np.ndarray, node_prizes: np.ndarr
         first_cell = num_nodes + nv
         sizes = np.diff(cell_vertex_ptr)
         pieces.append(np.stack([np.repeat(first_cell + np.arange(len(cell_ids)), sizes), cell_vertices], axis=1))
-        costs.append(np.zeros(len(cell_vertices), dtype=np.float32))
+        spoke = np.zeros(len(cell_ids)) if cell_spoke_costs is None else np.asarray(cell_spoke_costs, np.float64)
+        costs.append(np.repeat(spoke, sizes).astype(np.float32))
         prizes.append(np.asarray(cell_prizes, dtype=np.float32))
 
     return PCSTInstance(edges=np.concatenate(pieces).astype(np.int64),

@@ -1,9 +1,21 @@
-"""TopoRAG's subcomplex retrieval (paper section 4.2, eq. 12-15, Algorithm 3).
+"""TopoRAG's subcomplex retrieval (paper section 4.2, eq. 12-15, Algorithm 3), with its construction choices named.
 
-Rank prizes k - r for the top-k0 0-cells and the top-k1 1-cells (eq. 13); every 2-cell's prize is the sum of its
-boundary cells' prizes minus |boundary edges| * c2 (eq. 14); the top-k2 2-cells with a positive prize join the
-PCST instance as virtual nodes tied to their boundary vertices at zero cost (prized edges join as in
-G-Retriever); the solution is closed under the boundary, so it is a connected subcomplex (eq. 15).
+Prizes. 0-cells: rank prizes k0 - r for the top-k0 by cos(z_q, z^0) (eq. 13). 1-cells (`prizes`): rank prizes k1 - r
+for the top-k1 by cos(z_q, z^1) ("rank", eq. 13), or G-Retriever's ("gretriever": the top-k1 *distinct* similarity
+values, ties sharing a level's prize, and its lowered edge cost), so that with k2 = 0 TopoRAG retrieves exactly
+G-Retriever's subgraph. 2-cells: the sum of their boundary cells' prizes minus |boundary edges| * c2 (eq. 14).
+
+Which 2-cells enter the PCST (`cells`): the top-k2 with a positive prize ("top_k"; ranked by that prize, or by
+cos(z_q, z^2) of eq. 12 with `cell_rank="similarity"`), or every 2-cell with a positive prize ("all", as Algorithm
+3 keeps every 2-cell's prize; k2 = 0 still means none). How a 2-cell joins the PCST instance (`cell_cost`): as a
+virtual node with its prize tied to each boundary vertex at zero cost ("free", a hub through which the tree may
+pass without paying edges), or as a leaf tied to its first boundary vertex by one edge that costs its boundary
+edges, |boundary| * cost_e ("boundary": choosing a 2-cell pays for the edges the closure adds). Prized edges join as
+in G-Retriever (virtual nodes for edges whose prize exceeds the edge cost). The PCST is unrooted with 'gw' pruning;
+its solution is closed under the boundary, so the result is a connected subcomplex (eq. 15).
+
+`PAPER_ALGORITHM_3` names the literal reading (every 2-cell, paying for its boundary); the defaults are chosen by
+the evidence-recall measurements of notebook 03 (`toporag_lib.retrieval.config`).
 """
 
 from __future__ import annotations
@@ -11,9 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from toporag_lib.retrieval import pcst
-from toporag_lib.retrieval.prizes import cell_prizes, rank_prizes, top_k, unit_cosine
+from toporag_lib.retrieval.prizes import cell_prizes, gretriever_edge_prizes, rank_prizes, top_k, unit_cosine
 from toporag_lib.retrieval.subcomplex import Subcomplex, empty_ids
 from toporag_lib.topology.complex import CellComplex, boundary_positions
+
+PRIZES = ("rank", "gretriever")
+CELLS = ("top_k", "all")
+CELL_RANKS = ("prize", "similarity")
+CELL_COSTS = ("free", "boundary")
 
 
 def edge_index(cc: CellComplex) -> np.ndarray:
@@ -21,23 +38,37 @@ def edge_index(cc: CellComplex) -> np.ndarray:
     return np.stack([cc.edge_src, cc.edge_dst]).astype(np.int64)
 
 
-def toporag_retrieval(cc: CellComplex, q_emb, k0: int, k1: int, k2: int, c2: float,
-             cost_e: float) -> Subcomplex:
+def toporag_retrieval(cc: CellComplex, q_emb, k0: int, k1: int, k2: int, c2: float, cost_e: float,
+                      prizes: str = "rank", cells: str = "top_k", cell_rank: str = "prize",
+                      cell_cost: str = "free") -> Subcomplex:
     """Algorithm 3: X* = argmax over connected X' of the prizes of its cells minus cost(X') (eq. 15), with the
     prizes of eq. 13 (0- and 1-cells) and eq. 14 (2-cells), solved as a PCST; see the module docstring."""
     node_p = rank_prizes(unit_cosine(q_emb, cc.unit_features(0)), k0)
-    edge_p = rank_prizes(unit_cosine(q_emb, cc.unit_features(1)), k1)
-    cells, prizes2 = empty_ids(), np.empty(0, dtype=np.float32)
-    if k2 > 0 and cc.num_cells(2):
-        all_prizes = cell_prizes(node_p, edge_p, cc.cell_ptr, cc.cell_nodes, cc.cell_edges, c2)
-        best = top_k(all_prizes, k2)
-        cells = best[all_prizes[best] > 0]
-        prizes2 = all_prizes[cells]
     if cc.num_cells(1) == 0:
         return Subcomplex(top_k(node_p, 1), empty_ids(), empty_ids())
-    ptr = np.concatenate([[0], np.cumsum(cc.cell_lengths()[cells])]).astype(np.int64)
-    members = cc.cell_nodes[boundary_positions(cc.cell_ptr, cells)]
-    sol = pcst.solve(cc.num_nodes, edge_index(cc), node_p, edge_p, cost_e, cell_ids=cells, cell_prizes=prizes2,
-                     cell_vertex_ptr=ptr, cell_vertices=members)
+    edge_sim = unit_cosine(q_emb, cc.unit_features(1))
+    edge_p, cost = (gretriever_edge_prizes(edge_sim, k1, cost_e) if prizes == "gretriever"
+                    else (rank_prizes(edge_sim, k1), cost_e))
+    chosen, prizes2 = empty_ids(), np.empty(0, dtype=np.float32)
+    if k2 > 0 and cc.num_cells(2):
+        all_prizes = cell_prizes(node_p, edge_p, cc.cell_ptr, cc.cell_nodes, cc.cell_edges, c2)
+        if cells == "all":
+            chosen = np.flatnonzero(all_prizes > 0)
+        else:
+            score = all_prizes if cell_rank == "prize" else unit_cosine(q_emb, cc.unit_features(2))
+            best = top_k(score, k2)
+            chosen = best[all_prizes[best] > 0]
+        prizes2 = all_prizes[chosen]
+    lengths = cc.cell_lengths()[chosen]
+    members = cc.cell_nodes[boundary_positions(cc.cell_ptr, chosen)]
+    if cell_cost == "boundary":  # one spoke per 2-cell, to its first boundary vertex, costing its boundary
+        ptr = np.arange(len(chosen) + 1, dtype=np.int64)
+        vertices = cc.cell_nodes[cc.cell_ptr[chosen]]
+        spoke_costs = lengths.astype(np.float64) * cost
+    else:
+        ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        vertices, spoke_costs = members, None
+    sol = pcst.solve(cc.num_nodes, edge_index(cc), node_p, edge_p, cost, cell_ids=chosen, cell_prizes=prizes2,
+                     cell_vertex_ptr=ptr, cell_vertices=vertices, cell_spoke_costs=spoke_costs)
     nodes = sol.nodes if len(sol.nodes) or len(sol.edges) or len(sol.cells) else top_k(node_p, 1)
     return Subcomplex(nodes, sol.edges, sol.cells)

@@ -56,9 +56,9 @@ ABLATIONS: dict[str, dict[str, Any]] = {
 
 # Table 5: the spanning tree that picks the fundamental cycles, plus our minimum cycle basis.
 CYCLE_BASES: dict[str, dict[str, Any]] = {
-    "BFS": {"lift": {"tree": "bfs"}},
-    "DFS": {"lift": {"tree": "dfs"}},
-    "random": {"lift": {"tree": "random"}},
+    "BFS": {"lift": {"basis": "fundamental", "tree": "bfs"}},
+    "DFS": {"lift": {"basis": "fundamental", "tree": "dfs"}},
+    "random": {"lift": {"basis": "fundamental", "tree": "random"}},
     "minimum basis": {"lift": {"basis": "minimum"}},
 }
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 import pandas as pd
 
+from toporag_lib.data.graph import TextualGraph
 from toporag_lib.retrieval.methods import Subcomplex
 from toporag_lib.retrieval.textualize import textualize_subcomplex
 from toporag_lib.topology.complex import CellComplex
@@ -20,20 +21,34 @@ def covers_answer(sub: Subcomplex, answer_nodes: Sequence[int]) -> bool | None:
     return bool(set(int(v) for v in answer_nodes) & set(sub.nodes.tolist()))
 
 
-def holds_evidence(sub: Subcomplex, evidence: dict[str, Sequence[int]] | None) -> bool | None:
-    """Whether every evidence node and edge lies in the subcomplex; None when the question records no evidence."""
+def _pairs(graph: TextualGraph, edges: Sequence[int]) -> set[frozenset[int]]:
+    return {frozenset(graph.edges[e][:2]) for e in edges}
+
+
+def holds_evidence(sub: Subcomplex, evidence: dict[str, Sequence[int]] | None,
+                   graph: TextualGraph | None = None) -> bool | None:
+    """Whether every evidence node and edge lies in the subcomplex; None when the question records no evidence.
+
+    With `graph`, an evidence edge also counts as held when another edge joining the same two nodes is (a scene's
+    spatial relations come in reciprocal pairs, "left of" one way and "right of" the other: either states the fact).
+    """
     if not evidence:
         return None
-    return set(evidence["nodes"]) <= set(sub.nodes.tolist()) and set(evidence["edges"]) <= set(sub.edges.tolist())
+    if not set(evidence["nodes"]) <= set(sub.nodes.tolist()):
+        return False
+    if graph is None:
+        return set(evidence["edges"]) <= set(sub.edges.tolist())
+    return _pairs(graph, evidence["edges"]) <= _pairs(graph, sub.edges.tolist())
 
 
-def evidence_cell(cc: CellComplex, evidence: dict[str, Sequence[int]] | None) -> int | None:
-    """The 2-cell whose boundary is exactly the evidence's edges (a closed loop's triangle), or None."""
+def evidence_cell(cc: CellComplex, graph: TextualGraph, evidence: dict[str, Sequence[int]] | None) -> int | None:
+    """The 2-cell whose boundary joins exactly the node pairs of the evidence's edges (a closed loop's triangle,
+    whichever of two reciprocal edges the 2-cell uses), or None."""
     if not evidence or len(evidence["edges"]) < 2:
         return None
-    wanted = sorted(evidence["edges"])
+    wanted = _pairs(graph, evidence["edges"])
     for c in range(cc.num_cells(2)):
-        if sorted(cc.cell(c).edges.tolist()) == wanted:
+        if _pairs(graph, cc.cell(c).edges.tolist()) == wanted:
             return c
     return None
 
@@ -76,8 +91,8 @@ def retrieval_report(prepared: PreparedDataset, subs: Sequence[Subcomplex], indi
         row = {"sample": i, "family": sample.meta.get("family", ""), **sub.counts(),
                "graph_0cells": cc.num_cells(0), "graph_1cells": cc.num_cells(1), "graph_2cells": cc.num_cells(2),
                "covers_answer": covers_answer(sub, sample.meta.get("answer_nodes", [])),
-               "evidence_recall": holds_evidence(sub, sample.meta.get("evidence"))}
-        cell = evidence_cell(cc, sample.meta.get("evidence")) if sample.label == "yes" else None
+               "evidence_recall": holds_evidence(sub, sample.meta.get("evidence"), sample.graph)}
+        cell = evidence_cell(cc, sample.graph, sample.meta.get("evidence")) if sample.label == "yes" else None
         if sample.meta.get("family") == "loop" and sample.label == "yes":
             row["loop_is_2cell"] = cell is not None
             row["loop_2cell_retrieved"] = cell is not None and cell in set(sub.cells2.tolist())

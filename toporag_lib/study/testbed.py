@@ -1,19 +1,49 @@
-"""What the synthetic testbed's questions demand: the floors a model must beat, per question family.
+"""What the synthetic testbed's questions demand, and what retrieval gives them.
 
-For each family of a split: the majority answer and its rate (what a constant answer scores under exact match),
-the score of answering "yes no" to everything under G-Retriever's `label in prediction` (which a loose metric
-rewards), and the two reference solvers' scores (`toporag_lib.data.scene_solvers`).
+`floors`: for each family of a split, the majority answer and its rate (what a constant answer scores under exact
+match), the score of answering "yes no" to everything under G-Retriever's `label in prediction` (which a loose
+metric rewards), and the two reference solvers' scores (`toporag_lib.data.scene_solvers`).
+
+`evidence_table`: for retrieval variants (sparse `TrainConfig` overrides: lifting, edge texts, retrieval), per
+family, the share of questions whose evidence cells are all retrieved, answer coverage and prompt tokens, with 95%
+Wilson intervals. `RETRIEVAL_VARIANTS` are the ones notebook 03 reports.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 
 from toporag_lib.data.dataset import QADataset
 from toporag_lib.data.metrics import exact_match_correct, scenegraphs_correct
 from toporag_lib.data.scene_solvers import SOLVERS
+from toporag_lib.embed import TextEncoder
+from toporag_lib.study.retrieval_diagnostics import rates_with_intervals, retrieval_report
+from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.preprocess import PreparedDataset, prepare, retrieve_all
+
+OLD_DEFAULT = {"lift": {"basis": "fundamental", "tree": "bfs", "parallel": "digon"}, "edge_text": "relation",
+               "retrieval": {"k1": 5, "cells": "top_k"}}
+RETRIEVAL_VARIANTS: dict[str, dict[str, Any]] = {
+    "TopoRAG (testbed default)": {},
+    "TopoRAG, G-Retriever's 0/1-cell prizes": {"retrieval": {"prizes": "gretriever"}},
+    "TopoRAG w/o 2-cells (k2 = 0)": {"retrieval": {"k2": 0}},
+    "TopoRAG, 2-cells pay for their boundary": {"retrieval": {"cell_cost": "boundary"}},
+    "TopoRAG, top-k2 2-cells only": {"retrieval": {"cells": "top_k"}},
+    "TopoRAG, BFS fundamental cycles": {"lift": {"basis": "fundamental", "tree": "bfs"}},
+    "TopoRAG, digons kept": {"lift": {"parallel": "digon"}},
+    "TopoRAG, relation edge texts": {"edge_text": "relation"},
+    "TopoRAG, paper's Algorithm 3 (DFS, every 2-cell paying for its boundary)": {
+        "lift": {"basis": "fundamental", "tree": "dfs", "parallel": "digon"}, "edge_text": "relation",
+        "retrieval": {"k1": 5, "cells": "all", "cell_cost": "boundary"}},
+    "TopoRAG, before the testbed (BFS, top-k2, relation)": OLD_DEFAULT,
+    "G-Retriever": {"lift": OLD_DEFAULT["lift"], "edge_text": "relation", "retrieval": {"method": "gretriever"}},
+    "G-Retriever, triple edge texts": {"retrieval": {"method": "gretriever"}},
+    "shortest paths (w/o TSR)": {"retrieval": {"method": "shortest_path"}},
+}
 
 
 def floors(dataset: QADataset, split: str = "test") -> pd.DataFrame:
@@ -37,3 +67,22 @@ def floors(dataset: QADataset, split: str = "test") -> pd.DataFrame:
         rows.append(row)
     table = pd.DataFrame(rows)
     return pd.concat([table[table.family != "all"], table[table.family == "all"]], ignore_index=True)
+
+
+def evidence_table(dataset: QADataset, variants: dict[str, dict[str, Any]], encoder: TextEncoder,
+                   count_tokens: Callable[[str], int] | None = None) -> pd.DataFrame:
+    """Evidence recall, answer coverage and tokens per variant and family on `dataset`, with 95% intervals (see the
+    module docstring); each distinct (lifting, edge text) is prepared once."""
+    prepared: dict[str, PreparedDataset] = {}
+    reports = []
+    for name, change in variants.items():
+        config = TrainConfig.from_dict({"dataset": dataset.name, **change})
+        key = repr((config.lift, config.edge_text))
+        if key not in prepared:
+            prepared[key] = prepare(dataset, encoder, progress=False, edge_text=config.edge_text,
+                                    **config.lift.to_dict())
+        subs = retrieve_all(prepared[key], **config.retrieval.kwargs())
+        reports.append(retrieval_report(prepared[key], subs, count_tokens=count_tokens).assign(method=name))
+    report = pd.concat(reports, ignore_index=True)
+    rates = [r for r in ("evidence_recall", "covers_answer", "loop_2cell_retrieved") if r in report]
+    return rates_with_intervals(report, ["method", "family"], rates)

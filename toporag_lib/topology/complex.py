@@ -110,8 +110,8 @@ class CellComplex:
         return replace(self, z0=node_emb, z1=edge_emb, z2=z2, _memo=topology)
 
     def unit_features(self, dim: int) -> Tensor:
-        """Z0 or Z1 with rows scaled to unit length (float32), computed once: cosine similarity is then a matmul."""
-        z = (self.z0, self.z1)[_check_dim(dim, (0, 1))]
+        """Z0, Z1 or Z2 with rows scaled to unit length (float32), computed once: cosine similarity is a matmul."""
+        z = (self.z0, self.z1, self.z2)[_check_dim(dim, (0, 1, 2))]
         if z is None:
             raise ValueError("the cell complex has no features: lift(graph, node_emb, edge_emb) first")
         return self._cached(f"unit{dim}", lambda: torch.nn.functional.normalize(z.float(), dim=-1, eps=1e-8))

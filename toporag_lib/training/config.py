@@ -1,6 +1,7 @@
 """Everything a run depends on, in one dataclass with its defaults written once (`TrainConfig`), saved beside
 its outputs. `TrainConfig.from_dict` refuses unknown keys and wrong types at every depth (`toporag_lib.config`);
-a partial `retrieval` is merged over the dataset's own retrieval (`--set retrieval.k2=0` changes k2 alone).
+a partial `retrieval` or `lift` is merged over the dataset's own (`data.registry`; `--set retrieval.k2=0` changes
+k2 alone).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 
 from toporag_lib.config import ConfigError, from_dict
 from toporag_lib.data.registry import dataset_spec
+from toporag_lib.embed import EDGE_TEXTS
 from toporag_lib.generation.factory import DTYPES, ENGINES
 from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.retrieval.config import RetrievalConfig, dataset_retrieval
@@ -50,7 +52,8 @@ class TrainConfig:
     dataset_options: dict[str, Any] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     retrieval: RetrievalConfig | None = None  # None: the dataset's (`data.registry`); a dict merges over it
-    lift: LiftConfig = field(default_factory=LiftConfig)
+    lift: LiftConfig | None = None  # None: the dataset's; a dict merges over it
+    edge_text: str | None = None  # an edge's feature: "relation" or "triple" (verbalised); None: the dataset's
     graph_text: bool = True
     question_suffix: str = ""
     encoder_path: str | None = None  # sentence encoder folder; None: bundled all-MiniLM-L6-v2
@@ -79,14 +82,20 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         dataset_spec(self.dataset)
-        for name, kind in (("limits", Limits), ("lift", LiftConfig), ("model", ModelConfig)):
+        spec = dataset_spec(self.dataset)
+        for name, kind in (("limits", Limits), ("model", ModelConfig)):
             if isinstance(getattr(self, name), dict):
                 setattr(self, name, from_dict(kind, getattr(self, name), f"TrainConfig.{name}"))
+        if self.lift is None or isinstance(self.lift, dict):
+            self.lift = from_dict(LiftConfig, {**spec.lift, **(self.lift or {})}, "TrainConfig.lift")
+        if self.edge_text is None:
+            self.edge_text = spec.edge_text
         if self.retrieval is None or isinstance(self.retrieval, dict):
             changes = self.retrieval or {}
             self.retrieval = from_dict(RetrievalConfig, {**dataset_retrieval(self.dataset).to_dict(), **changes},
                                        "TrainConfig.retrieval")
-        choices = {"engine": ENGINES, "schedule": SCHEDULES, "select_by": SELECTIONS, "llm_dtype": tuple(DTYPES)}
+        choices = {"engine": ENGINES, "schedule": SCHEDULES, "select_by": SELECTIONS, "llm_dtype": tuple(DTYPES),
+                   "edge_text": EDGE_TEXTS}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"TrainConfig.{name}={getattr(self, name)!r}: expected one of {list(allowed)}")
@@ -103,9 +112,12 @@ class TrainConfig:
         if not isinstance(values, dict):
             raise ConfigError(f"TrainConfig: expected a mapping, got {values!r}")
         values = dict(values)
-        retrieval, dataset = values.get("retrieval"), values.get("dataset", cls.dataset)
-        if isinstance(retrieval, dict) and isinstance(dataset, str):
-            values["retrieval"] = {**dataset_retrieval(dataset).to_dict(), **retrieval}
+        dataset = values.get("dataset", cls.dataset)
+        if isinstance(dataset, str):  # partial retrieval and lifting dicts merge over the dataset's
+            if isinstance(values.get("retrieval"), dict):
+                values["retrieval"] = {**dataset_retrieval(dataset).to_dict(), **values["retrieval"]}
+            if isinstance(values.get("lift"), dict):
+                values["lift"] = {**LiftConfig(**dataset_spec(dataset).lift).to_dict(), **values["lift"]}
         return from_dict(cls, values)
 
     def to_dict(self) -> dict[str, Any]:

@@ -43,16 +43,16 @@ class PreparedDataset:
 
 
 def prepare(dataset: QADataset, encoder: TextEncoder | None = None, progress: bool = True,
-            cache_lifts: bool = False, **lift_options: Any) -> PreparedDataset:
+            cache_lifts: bool = False, edge_text: str = "relation", **lift_options: Any) -> PreparedDataset:
     """Embed all node, edge and query texts (cached on disk) and lift each distinct graph with `lift_options`.
 
-    `cache_lifts` keeps each lifted complex on disk beside the embeddings (`cache.lift_cached`): worth it for slow
+    `edge_text` is what an edge's feature embeds (`embed.embed_graphs`). `cache_lifts` keeps each lifted complex on disk beside the embeddings (`cache.lift_cached`): worth it for slow
     lifts (a minimum cycle basis, long DFS cycles); a default BFS lift is as fast as reading its file.
     """
     encoder = encoder or TextEncoder(progress=progress)
     representatives, graph_of = dataset.distinct_graphs()
     graphs = [dataset[i].graph for i in representatives]
-    features = embed_graphs(graphs, encoder)
+    features = embed_graphs(graphs, encoder, edge_text)
     lifter = lift_cached if cache_lifts else lift
     complexes = [lifter(g, node_emb=nodes, edge_emb=edges, **lift_options)
                  for g, (nodes, edges) in tqdm(list(zip(graphs, features)), desc=f"lifting {dataset.name}",
