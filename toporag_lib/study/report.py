@@ -82,7 +82,8 @@ def _label(setup: dict[str, Any], data: str) -> str:
 
 def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per (dataset, method name, config apart from the seed): mean and standard deviation of the score and
-    of each family's accuracy over the seeds, with n (test questions), seeds, hardware and the first command."""
+    of each family's accuracy over the seeds, with n (test questions), seeds, and the first run's hardware, command
+    and commit."""
     rows = []
     for r in records:
         config = {k: v for k, v in r["config"].items() if k != "seed"}
@@ -91,7 +92,8 @@ def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
                      "setting": json.dumps(config, sort_keys=True),
                      "seed": r["config"]["seed"], "n": metrics["n"], "score": metrics["score"],
                      **{f"acc_{k}": v for k, v in metrics.get("per_family", {}).items()},
-                     "hardware": r["hardware"], "command": r["command"], "run_id": r["run_id"]})
+                     "hardware": r["hardware"], "command": r["command"], "run_id": r["run_id"],
+                     "commit": (r.get("commit") or "")[:7]})
     if not rows:
         return pd.DataFrame(columns=["dataset", "method", "n", "seeds", "score", "score_std"])
     frame = pd.DataFrame(rows)
@@ -100,7 +102,7 @@ def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
     table = grouped[scores].mean()
     table["score_std"] = grouped["score"].std()
     table["seeds"] = grouped["seed"].apply(lambda s: ", ".join(str(x) for x in sorted(s)))
-    for column in ("n", "hardware", "command"):
+    for column in ("n", "hardware", "command", "commit"):
         table[column] = grouped[column].first()
     table = table.reset_index().drop(columns="setting")
     front = ["dataset", "method", "n", "seeds", "score", "score_std"]
@@ -194,8 +196,9 @@ def headline(results: str | Path) -> str:
     if table.empty:
         return "_No run in the ledger yet._"
     keep = ["dataset", "method", "n", "seeds", "score", "score_std"] + [c for c in ("acc_loop",) if c in table]
-    return markdown_table(table[keep + ["hardware"]].sort_values(["dataset", "n", "method"], ascending=[True, False,
-                                                                                                      True]))
+    ordered = table[keep + ["hardware", "commit"]].sort_values(["dataset", "n", "method"],
+                                                               ascending=[True, False, True])
+    return markdown_table(ordered)
 
 
 def write_readme_headline(readme: str | Path, results: str | Path) -> Path:
