@@ -82,3 +82,20 @@ def test_solvers_refuse_version_1_samples():
         loop_answer(sample)
     with pytest.raises(ValueError, match="version=3: expected 1 or 2"):
         load_dataset("synthetic_scenes", num_images=3, version=3)
+
+
+def test_accuracy_by_cycles_splits_on_the_questions_graph():
+    from toporag_lib.data.graph import QASample, TextualGraph
+    from toporag_lib.data.dataset import QADataset
+    from toporag_lib.study.testbed import accuracy_by_cycles
+
+    triangle = TextualGraph(["a", "b", "c"], [(0, 1, "r"), (1, 2, "r"), (2, 0, "r")])
+    path = TextualGraph(["a", "b"], [(0, 1, "r")])
+    samples = [QASample("0", "q0", "support", triangle), QASample("1", "q1", "counter", path),
+               QASample("2", "q2", "support", path)]
+    dataset = QADataset("explagraphs", samples, {"train": [], "val": [], "test": [0, 1, 2]})
+    records = [{"question": "q0", "label": "support", "pred": "support"},
+               {"question": "q1", "label": "counter", "pred": "support"},
+               {"question": "q2", "label": "support", "pred": "support"}]
+    table = accuracy_by_cycles(records, dataset, lambda p, y: p == y).set_index("questions")
+    assert table.loc["graph with a cycle"].tolist() == [1, 1.0] and table.loc["acyclic graph"].tolist() == [2, 0.5]

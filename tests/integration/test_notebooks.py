@@ -122,6 +122,9 @@ def test_04_training_writes_results(tmp_path, isolated_cache, tiny_encoder_path)
     assert table.score.between(0, 1).all()
     assert (table[table.method == "zero-shot"].epochs_run == 0).all()
     assert (results / "04_loss_curves.png").exists() and (results / "04_explagraphs_confusion.csv").exists()
+    by_cycles = pd.read_csv(results / "04_explagraphs_by_cycles.csv")
+    assert set(by_cycles.questions) == {"graph with a cycle", "acyclic graph"}
+    assert by_cycles.groupby("method").n.sum().eq(4).all()  # every test question of each run, in one of the two
 
 
 def test_05_ablations_writes_tables_and_figures(tmp_path, isolated_cache, tiny_encoder_path):

@@ -45,10 +45,12 @@ def face_coface_messages(h0: Tensor, h1: Tensor, h2: Tensor, s: Structure) -> tu
     return (mean_at(h1, edge, node, h0.size(0)), mean_at(h0, node, edge, h1.size(0)),
             mean_at(h2, cell, face_edge, h1.size(0)))
 
+
 def pool_cells(states: list[Tensor], batches: tuple[Tensor, ...], num_graphs: int) -> Tensor:
     """Eq. 20: mean over all cells of each complex, whatever their dimension; empty dimensions add nothing."""
     h, index = torch.cat(states), torch.cat(batches)
     return scatter(h, index, dim=0, dim_size=num_graphs, reduce="mean")
+
 
 class Update(nn.Module):
     """UPDATE(h, m_1, ..., m_k) = h + dropout(relu(W [h; m_1; ...; m_k] + b)): a residual step."""
@@ -60,6 +62,7 @@ class Update(nn.Module):
 
     def forward(self, h: Tensor, *messages: Tensor) -> Tensor:
         return h + self.dropout(F.relu(self.linear(torch.cat([h, *messages], dim=-1))))
+
 
 class UpperMessages(nn.Module):
     """Eq. 19: m_up(x) = mean over w upper-adjacent to x of relu(W [h_w; h_coface] + b) (CW Networks style).
@@ -78,6 +81,7 @@ class UpperMessages(nn.Module):
         messages = F.relu(self.neighbour(h)[sender] + self.coface(h_coface)[coface])
         return scatter(messages, receiver, dim=0, dim_size=h.size(0), reduce="mean")
 
+
 class SkeletonLayer(nn.Module):
     """Stage 1, one layer (eq. 16-17): 0-cells from their cofaces, 1-cells from their faces and cofaces."""
 
@@ -89,6 +93,7 @@ class SkeletonLayer(nn.Module):
     def forward(self, h0: Tensor, h1: Tensor, h2: Tensor, s: Structure) -> tuple[Tensor, Tensor]:
         node_cofaces, edge_faces, edge_cofaces = face_coface_messages(h0, h1, h2, s)
         return self.node(h0, node_cofaces), self.edge(h1, edge_faces, edge_cofaces)
+
 
 class UpperLayer(nn.Module):
     """Stage 2 (eq. 18-19): every cell, top-down so that m_up sees the coface's new state h^{L+1}."""
@@ -108,6 +113,7 @@ class UpperLayer(nn.Module):
         new1 = self.edge(h1, edge_faces, edge_cofaces, self.edge_up(h1, new2, s.edge_adj))
         new0 = self.node(h0, node_cofaces, self.node_up(h0, new1, s.node_adj))
         return new0, new1, new2
+
 
 class CellularEncoder(nn.Module):
     """TopoRAG's two-stage cellular message passing: `num_layers` stage-1 layers, one stage-2 layer, mean pool."""

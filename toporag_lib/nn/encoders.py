@@ -14,6 +14,7 @@ ENCODERS: dict[str, type[nn.Module]] = {
     "gt": GraphTransformerEncoder,
 }
 
+
 def build_encoder(name: str, in_dim: int, hidden_dim: int, out_dim: int, num_layers: int = 2,
                   dropout: float = 0.0, **options) -> nn.Module:
     """The encoder called `name` ("cellular", "gcn", "gat", "gt"); `options` go to its class (e.g. heads)."""

@@ -40,6 +40,7 @@ class SkeletonGNN(nn.Module):
             h = conv(h, edge_index, **extra)
         return self.head(scatter(h, s.batches[0], dim=0, dim_size=s.num_graphs, reduce="mean"))
 
+
 class GCNEncoder(SkeletonGNN):
     """GCN over the nodes (no edge features): the paper's "w/o MTR" ablation."""
 
@@ -50,6 +51,7 @@ class GCNEncoder(SkeletonGNN):
         dims = _layer_dims(in_dim, hidden_dim, num_layers)
         super().__init__([GCNConv(a, b) for a, b in dims], hidden_dim, out_dim, dropout)
 
+
 class GATEncoder(SkeletonGNN):
     """GAT with edge features, heads averaged (concat=False), as G-Retriever's "gat"."""
 
@@ -58,6 +60,7 @@ class GATEncoder(SkeletonGNN):
         dims = _layer_dims(in_dim, hidden_dim, num_layers)
         convs = [GATConv(a, b, heads=heads, concat=False, edge_dim=in_dim) for a, b in dims]
         super().__init__(convs, hidden_dim, out_dim, dropout)
+
 
 class GraphTransformerEncoder(SkeletonGNN):
     """TransformerConv with edge features, heads concatenated to hidden_dim: G-Retriever's default "gt"."""
@@ -69,6 +72,7 @@ class GraphTransformerEncoder(SkeletonGNN):
         dims = _layer_dims(in_dim, hidden_dim, num_layers)
         convs = [TransformerConv(a, b // heads, heads=heads, edge_dim=in_dim) for a, b in dims]
         super().__init__(convs, hidden_dim, out_dim, dropout)
+
 
 def _layer_dims(in_dim: int, hidden_dim: int, num_layers: int) -> list[tuple[int, int]]:
     check_layers(num_layers)

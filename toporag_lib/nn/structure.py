@@ -31,9 +31,11 @@ class Structure(NamedTuple):
         return cls(data.node_edge_index, data.edge_cell_index, data.node_adj_index, data.edge_adj_index,
                    batches, num_graphs)
 
+
 def mean_at(values: Tensor, senders: Tensor, receivers: Tensor, size: int) -> Tensor:
     """AGG: the mean of `values[senders]` at each receiver, zero for receivers without messages."""
     return scatter(values[senders], receivers, dim=0, dim_size=size, reduce="mean")
+
 
 def check_layers(num_layers: int) -> None:
     if num_layers < 1:

@@ -28,16 +28,19 @@ def gretriever(cc: CellComplex, q_emb, k0: int, k1: int, cost_e: float) -> Subco
     sol = pcst.solve(cc.num_nodes, edge_index(cc), node_p, edge_p, cost)
     return Subcomplex(sol.nodes, sol.edges, empty_ids())
 
+
 def _skeleton(cc: CellComplex) -> sp.csr_array:
     n = cc.num_nodes
     ones = np.ones(len(cc.edge_src))
     adj = sp.csr_array((ones, (cc.edge_src, cc.edge_dst)), shape=(n, n))
     return ((adj + adj.T) > 0).astype(np.float64)
 
+
 def _first_edge_of_pair(cc: CellComplex) -> dict[tuple[int, int], int]:
     lo, hi = np.minimum(cc.edge_src, cc.edge_dst), np.maximum(cc.edge_src, cc.edge_dst)
     keys, first = np.unique(lo.astype(np.int64) * cc.num_nodes + hi, return_index=True)
     return {(int(k) // cc.num_nodes, int(k) % cc.num_nodes): int(j) for k, j in zip(keys, first)}
+
 
 def shortest_path(cc: CellComplex, q_emb, k0: int) -> Subcomplex:
     seeds = top_k(unit_cosine(q_emb, cc.unit_features(0)), k0)
@@ -55,10 +58,12 @@ def shortest_path(cc: CellComplex, q_emb, k0: int) -> Subcomplex:
                 node = prev
     return Subcomplex(seeds, np.array(edges, dtype=np.int64), empty_ids())
 
+
 def whole_graph(cc: CellComplex, q_emb, k2: int) -> Subcomplex:
     """Every cell (what G-Retriever does on ExplaGraphs); with k2 = 0 no 2-cell ("w/o CRL" on such datasets)."""
     return Subcomplex(np.arange(cc.num_nodes), np.arange(cc.num_cells(1)),
                       np.arange(cc.num_cells(2)) if k2 > 0 else empty_ids())
+
 
 def khop(cc: CellComplex, q_emb, k0: int, hops: int) -> Subcomplex:
     seeds = top_k(unit_cosine(q_emb, cc.unit_features(0)), k0)
@@ -71,6 +76,7 @@ def khop(cc: CellComplex, q_emb, k0: int, hops: int) -> Subcomplex:
     owner = np.repeat(np.arange(cc.num_cells(2)), cc.cell_lengths())
     outside = np.bincount(owner, weights=~edge_in[cc.cell_edges], minlength=cc.num_cells(2))
     return Subcomplex(np.flatnonzero(inside), edges, np.flatnonzero(outside == 0))
+
 
 def kaping(cc: CellComplex, q_emb, k1: int) -> Subcomplex:
     return Subcomplex(empty_ids(), top_k(unit_cosine(q_emb, cc.unit_features(1)), k1), empty_ids())

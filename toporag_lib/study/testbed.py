@@ -86,3 +86,15 @@ def evidence_table(dataset: QADataset, variants: dict[str, dict[str, Any]], enco
     report = pd.concat(reports, ignore_index=True)
     rates = [r for r in ("evidence_recall", "covers_answer", "loop_2cell_retrieved") if r in report]
     return rates_with_intervals(report, ["method", "family"], rates)
+
+
+def accuracy_by_cycles(records: list[dict], dataset: QADataset, correct: Callable[[str, str], bool]) -> pd.DataFrame:
+    """A run's accuracy on the questions whose graph has a cycle and on those whose graph has none (prediction
+    records matched to `dataset`'s samples by question text): what a dataset can show about 2-cells depends on the
+    first group's size."""
+    cyclic = {s.question: s.graph.num_independent_cycles() > 0 for s in dataset}
+    rows = []
+    for name, wanted in (("graph with a cycle", True), ("acyclic graph", False)):
+        hits = [correct(r["pred"], r["label"]) for r in records if cyclic[r["question"]] is wanted]
+        rows.append({"questions": name, "n": len(hits), "accuracy": sum(hits) / len(hits) if hits else float("nan")})
+    return pd.DataFrame(rows)

@@ -29,6 +29,7 @@ class Cell(NamedTuple):
     signs: np.ndarray
     generator: int
 
+
 @dataclass(frozen=True, eq=False, repr=False)
 class CellComplex:
     """A 2-dimensional cell complex lifted from a graph; 2-cell boundaries are stored as flat walks (CSR-style).
@@ -162,12 +163,14 @@ class CellComplex:
     def _edge_adjacency(self) -> Tensor:
         return torch.from_numpy(_edge_pairs_within_cells(self.cell_ptr, self.cell_edges))
 
+
 def boundary_positions(cell_ptr: np.ndarray, cells: np.ndarray) -> np.ndarray:
     """Positions in the flat boundary arrays (`cell_nodes`, `cell_edges`, `cell_signs`) of the given 2-cells."""
     cells = np.asarray(cells, dtype=np.int64)
     lengths = cell_ptr[cells + 1] - cell_ptr[cells]
     before = np.cumsum(lengths) - lengths
     return np.repeat(cell_ptr[cells] - before, lengths) + np.arange(lengths.sum(), dtype=np.int64)
+
 
 def closure(cc: CellComplex, nodes, edges, cells) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Close a selection under the boundary: 2-cells bring their edges and nodes, edges bring their ends.
@@ -179,6 +182,7 @@ def closure(cc: CellComplex, nodes, edges, cells) -> tuple[np.ndarray, np.ndarra
     edges = np.unique(np.concatenate([np.asarray(edges, dtype=np.int64), cc.cell_edges[members]]))
     nodes = np.unique(np.concatenate([np.asarray(nodes, dtype=np.int64), cc.edge_src[edges], cc.edge_dst[edges]]))
     return nodes, edges, cells
+
 
 def _edge_pairs_within_cells(ptr: np.ndarray, cell_edges: np.ndarray) -> np.ndarray:
     """Rows (edge a, edge b, cell) for every ordered pair a != b on a cell's boundary, cells grouped by length.
@@ -201,9 +205,11 @@ def _edge_pairs_within_cells(ptr: np.ndarray, cell_edges: np.ndarray) -> np.ndar
         first_cell, offset = first_cell + count, offset + count * len(a)
     return out
 
+
 def _components(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[int, np.ndarray]:
     rows, cols = np.concatenate([src, dst]), np.concatenate([dst, src])
     return components_of(sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(n, n)))
+
 
 def _node_edge_boundary(n: int, src: np.ndarray, dst: np.ndarray) -> sp.csc_array:
     """B1 with -1 at the source and +1 at the target; a self-loop's column is empty."""
@@ -213,6 +219,7 @@ def _node_edge_boundary(n: int, src: np.ndarray, dst: np.ndarray) -> sp.csc_arra
     rows = np.stack([lo, hi], 1).ravel()
     data = np.stack([-sign_hi, sign_hi], 1).ravel()
     return sp.csc_array((data, rows, offsets(2 * keep)), shape=(n, len(src)))
+
 
 def _cell_means(ptr: np.ndarray, nodes: np.ndarray, edges: np.ndarray, features: Tensor, n: int) -> Tensor:
     """Mean of each 2-cell's boundary node and edge rows of `features` (nodes first, then edges): one sparse mm."""
@@ -227,6 +234,7 @@ def _cell_means(ptr: np.ndarray, nodes: np.ndarray, edges: np.ndarray, features:
                                      (num_cells, features.shape[0]), check_invariants=False)
     return torch.sparse.mm(matrix, features)
 
+
 def _check_features(cc: CellComplex, node_emb: Tensor | None, edge_emb: Tensor | None) -> None:
     if node_emb is None or edge_emb is None:
         raise ValueError("give both node_emb and edge_emb (2-cell features average both), or neither")
@@ -236,6 +244,7 @@ def _check_features(cc: CellComplex, node_emb: Tensor | None, edge_emb: Tensor |
     if node_emb.shape[0] != cc.num_cells(0) or edge_emb.shape[0] != cc.num_cells(1):
         raise ValueError(f"expected {cc.num_cells(0)} node rows and {cc.num_cells(1)} edge rows, got "
                          f"{node_emb.shape[0]} and {edge_emb.shape[0]}")
+
 
 def _check_dim(dim: int, allowed: tuple[int, ...]) -> int:
     if dim not in allowed:

@@ -24,6 +24,7 @@ class Forest(NamedTuple):
     depth: np.ndarray
     up: list[np.ndarray]
 
+
 def spanning_forest(simple: SimpleGraph, tree: str, seed: int) -> Forest:
     """BFS, DFS or random spanning forest, each component rooted at its smallest node."""
     n = simple.n
@@ -48,6 +49,7 @@ def spanning_forest(simple: SimpleGraph, tree: str, seed: int) -> Forest:
     up, depth = _ancestor_tables(parent)
     return Forest(parent_edge, depth, up)
 
+
 def _ancestor_tables(parent: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
     """Pointer jumping: up[j][x] = the 2^j-th ancestor of x (or its root), and every node's depth."""
     up, depth = [parent], (parent != np.arange(len(parent))).astype(np.int64)
@@ -59,6 +61,7 @@ def _ancestor_tables(parent: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
         depth = depth + depth[ptr]
         up.append(nxt)
 
+
 def _kth_ancestor(up: list[np.ndarray], nodes: np.ndarray, k: np.ndarray) -> np.ndarray:
     """The k[i]-th ancestor of nodes[i], for all i at once (k never exceeds the depth)."""
     nodes = nodes.copy()
@@ -66,6 +69,7 @@ def _kth_ancestor(up: list[np.ndarray], nodes: np.ndarray, k: np.ndarray) -> np.
         hop = ((k >> j) & 1).astype(bool)
         nodes[hop] = table[nodes[hop]]
     return nodes
+
 
 def _lowest_common_ancestor(forest: Forest, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Vectorized binary-lifting LCA of pairs in the same tree."""
@@ -77,6 +81,7 @@ def _lowest_common_ancestor(forest: Forest, a: np.ndarray, b: np.ndarray) -> np.
         move = ta != tb
         a, b = np.where(move, ta, a), np.where(move, tb, b)
     return np.where(a == b, a, forest.up[0][a])
+
 
 def fundamental_cells(forest: Forest, simple: SimpleGraph, src: np.ndarray, dst: np.ndarray,
                        tree_mask: np.ndarray, cap: int) -> CellSet:
@@ -99,6 +104,7 @@ def fundamental_cells(forest: Forest, simple: SimpleGraph, src: np.ndarray, dst:
         _climb(forest, s, length - 1 - lt, starts + length - 1, -1, nodes, edges, node_above=True)
 
     return CellSet(gen, length, write)
+
 
 def _climb(forest: Forest, low: np.ndarray, steps: np.ndarray, at: np.ndarray, stride: int, nodes: np.ndarray,
            edges: np.ndarray, node_above: bool) -> None:

@@ -93,6 +93,7 @@ def lift(graph: TextualGraph, node_emb: Tensor | None = None, edge_emb: Tensor |
         return cc
     return cc.with_features(node_emb, edge_emb)
 
+
 def lift_edge_index(num_nodes: int, src: np.ndarray, dst: np.ndarray, *, tree: str = LiftConfig.tree,
                     seed: int = LiftConfig.seed, basis: str = LiftConfig.basis,
                     max_cycle_len: int | None = LiftConfig.max_cycle_len,
@@ -119,6 +120,7 @@ def lift_edge_index(num_nodes: int, src: np.ndarray, dst: np.ndarray, *, tree: s
     options = {"tree": tree, "seed": seed, "basis": basis, "max_cycle_len": max_cycle_len, "parallel": parallel}
     return CellComplex(num_nodes, src, dst, ptr, nodes, edges, signs, gen, tree_mask, options)
 
+
 def _digon_cells(simple: SimpleGraph, src: np.ndarray, dst: np.ndarray) -> CellSet:
     """One 2-cell per extra parallel edge f: the walk src[f] -f-> dst[f] -r-> src[f], r the pair's first edge."""
     f, r = simple.extra, simple.extra_rep
@@ -128,6 +130,7 @@ def _digon_cells(simple: SimpleGraph, src: np.ndarray, dst: np.ndarray) -> CellS
         edges[starts], edges[starts + 1] = f, r
 
     return CellSet(f, np.full(len(f), 2, dtype=np.int64), write)
+
 
 def _assemble(sets: list[CellSet]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(generator, cell_ptr, flat nodes, flat edges) of all cells, ordered by generator edge."""
@@ -143,6 +146,7 @@ def _assemble(sets: list[CellSet]) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
         c.write(nodes, edges, starts[offset:offset + len(c.gen)])
         offset += len(c.gen)
     return gen[order], ptr, nodes, edges
+
 
 def _check_options(num_nodes: int, tree: str, basis: str, max_cycle_len: int | None, parallel: str) -> None:
     if num_nodes == 0:

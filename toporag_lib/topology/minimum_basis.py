@@ -36,6 +36,7 @@ def minimum_basis_cells(simple: SimpleGraph, src: np.ndarray, dst: np.ndarray, c
     gen = np.array([wk[0] for wk in walks], dtype=np.int64)
     return CellSet(gen, np.array([len(wk[1]) for wk in walks], dtype=np.int64), write)
 
+
 def _first_hops(pred: np.ndarray) -> np.ndarray:
     """branch[x, y] = the neighbour of x on the shortest path x -> y (y itself at distance 1; -1 if none)."""
     n = pred.shape[0]
@@ -51,6 +52,7 @@ def _first_hops(pred: np.ndarray) -> np.ndarray:
     branch = (ptr % n).reshape(n, n)
     return np.where(parent < 0, -1, branch)
 
+
 def _horton_candidates(simple: SimpleGraph, dist: np.ndarray, branch: np.ndarray,
                        cap: int) -> tuple[np.ndarray, np.ndarray]:
     """(root x, pair k) of the simple Horton cycles no longer than `cap`, shortest first."""
@@ -61,6 +63,7 @@ def _horton_candidates(simple: SimpleGraph, dist: np.ndarray, branch: np.ndarray
     order = np.argsort(length[roots, pairs], kind="stable")
     return roots[order], pairs[order]
 
+
 def _pred_pair_matrix(simple: SimpleGraph, pred: np.ndarray) -> np.ndarray:
     """pair_edge[x, y] = index of the pair joining y to its predecessor on the shortest path from x (-1 if none)."""
     n = simple.n
@@ -70,6 +73,7 @@ def _pred_pair_matrix(simple: SimpleGraph, pred: np.ndarray) -> np.ndarray:
     out[has] = simple.pair_of(y[has].astype(np.int64), pred[has].astype(np.int64))
     return out
 
+
 def _tree_path(x: int, y: int, pred: np.ndarray, pair_edge: np.ndarray) -> tuple[list[int], list[int]]:
     """Nodes y, ..., x and the pairs between them on the shortest-path tree of x."""
     nodes, pairs = [y], []
@@ -78,6 +82,7 @@ def _tree_path(x: int, y: int, pred: np.ndarray, pair_edge: np.ndarray) -> tuple
         y = int(pred[x, y])
         nodes.append(y)
     return nodes, pairs
+
 
 def _greedy_independent(roots: np.ndarray, pairs: np.ndarray, simple: SimpleGraph, pred: np.ndarray,
                         pair_edge: np.ndarray, beta: int, chunk: int = 1 << 16) -> list[tuple[int, int]]:
@@ -104,6 +109,7 @@ def _greedy_independent(roots: np.ndarray, pairs: np.ndarray, simple: SimpleGrap
                     return chosen
     return chosen
 
+
 def _insert(basis: dict[int, int], vec: int) -> bool:
     """Reduce `vec` by the echelon `basis` (keyed by highest bit); add it and return True if it is independent."""
     while vec:
@@ -114,6 +120,7 @@ def _insert(basis: dict[int, int], vec: int) -> bool:
             return True
         vec ^= row
     return False
+
 
 def _horton_walk(x: int, k: int, simple: SimpleGraph, src: np.ndarray, dst: np.ndarray, pred: np.ndarray,
                  pair_edge: np.ndarray) -> tuple[int, list[int], list[int]]:

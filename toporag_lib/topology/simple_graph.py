@@ -57,6 +57,7 @@ class CellSet(NamedTuple):
 def pair_keys(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.minimum(a, b) * n + np.maximum(a, b)
 
+
 def csr(rows: np.ndarray, cols: np.ndarray, data: np.ndarray, size: int) -> sp.csr_array:
     """Square CSR matrix from coordinates (no duplicates), each row's columns in increasing order."""
     order = np.argsort(rows.astype(np.int64) * size + cols, kind="stable")
@@ -64,9 +65,11 @@ def csr(rows: np.ndarray, cols: np.ndarray, data: np.ndarray, size: int) -> sp.c
     np.cumsum(np.bincount(rows, minlength=size), out=indptr[1:])
     return sp.csr_array((data[order], cols[order], indptr), shape=(size, size))
 
+
 def components_of(adj: sp.csr_array) -> tuple[int, np.ndarray]:
     """Components of a symmetric adjacency (strong = weak there, and scipy's strong variant needs no transpose)."""
     return csgraph.connected_components(adj, directed=True, connection="strong")
+
 
 def offsets(lengths: np.ndarray) -> np.ndarray:
     """CSR pointer [0, l0, l0 + l1, ...]."""
