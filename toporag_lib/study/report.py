@@ -19,6 +19,7 @@ import pandas as pd
 from toporag_lib import atomic
 from toporag_lib.config import merge
 from toporag_lib.study import paper
+from toporag_lib.study.experiments import PRESETS
 from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import hardware, read_ledger
 
@@ -191,8 +192,13 @@ HEADLINE_END = "<!-- /headline -->"
 
 
 def headline(results: str | Path) -> str:
-    """The README's headline table: every ledger row, means over seeds, with n and hardware."""
-    table = ledger_table(read_ledger(Path(results) / "runs"))
+    """The README's headline table: the methods' (Table 1's, not the ablations') ledger rows of the newest commit that
+    finished a run (everything else is in `results/README.md`'s Table 1), means over seeds, with n and hardware."""
+    records = [r for r in read_ledger(Path(results) / "runs") if r["name"] in PRESETS]
+    if records:
+        newest = max(records, key=lambda r: r["finished"])["commit"]
+        records = [r for r in records if r["commit"] == newest]
+    table = ledger_table(records)
     if table.empty:
         return "_No run in the ledger yet._"
     keep = ["dataset", "method", "n", "seeds", "score", "score_std"] + [c for c in ("acc_loop",) if c in table]
