@@ -134,6 +134,7 @@ def test_05_ablations_writes_tables_and_figures(tmp_path, isolated_cache, tiny_e
     run_one("05_ablations_sensitivity.ipynb",
             {"synthetic_images": 10, "retrieval_images": 8, "limits": {"train": 4, "val": 2, "test": 4},
              "seeds": [1, 2], "cycle_bases": ["BFS", "DFS"], "layer_values": [1, 2], "k2_values": [0, 2],
+             "probe_images": 15, "probe_seeds": [0, 1], "probe_epochs": 1,
              "training": tiny_training(llm, tiny_encoder_path)}, tmp_path)
     results = isolated_cache / "results"
     table2 = pd.read_csv(results / "05_table2_ablations.csv").set_index("variant")
@@ -144,6 +145,10 @@ def test_05_ablations_writes_tables_and_figures(tmp_path, isolated_cache, tiny_e
     assert set(table5.index) == {"BFS", "DFS", "random", "minimum basis"}
     assert table5.loc["minimum basis", "mean_2cell_length"] <= table5.loc["DFS", "mean_2cell_length"]
     assert table5.loc[["BFS", "DFS"], "score"].notna().all() and table5.loc[["random"], "score"].isna().all()
+    probe_table = pd.read_csv(results / "05_probe.csv")
+    assert {"encoder", "two_cells", "input", "family", "accuracy", "std", "seeds", "n"} <= set(probe_table.columns)
+    assert (probe_table.seeds == 2).all() and set(probe_table.input) == {"retrieved", "whole graph"}
+    assert set(pd.read_csv(results / "05_probe_paired.csv").family) >= {"all", "loop"}
     sensitivity = pd.read_csv(results / "05_sensitivity.csv")
     assert set(sensitivity.parameter) == {"L", "k2"}
     coverage = sensitivity[sensitivity.measure == "answer coverage"].set_index("k2")
