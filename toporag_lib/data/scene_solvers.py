@@ -17,6 +17,7 @@ question but only at chance on loops (every loop question has all of its relatio
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 from toporag_lib.data.graph import QASample, TextualGraph
 
@@ -69,31 +70,39 @@ def _loop_object(view: GraphView, s: dict) -> int | None:
     return found[0] if len(found) == 1 else None
 
 
-def path_only_answer(sample: QASample) -> str:
-    """Nodes and paths only: a loop question's relations checked one by one, by name (see the module docstring)."""
+def _answer(sample: QASample, loop: Callable[[GraphView, dict, int | None], str]) -> str:
+    """Attribute and path questions by following the graph; loop questions by `loop(view, structure, object)`."""
     view = GraphView(sample.graph)
     if sample.meta["family"] != "loop":
         return _follow(view, sample)
     s = _structure(sample)
-    x = _loop_object(view, s)
+    return loop(view, s, _loop_object(view, s))
 
-    def on_a(node: int) -> bool:  # stands on some object named like the surface asked about
+
+def _relations_hold(view: GraphView, s: dict, x: int | None) -> str:
+    """"yes" when the object exists and both it and the anchor stand on something named like the surface."""
+    def on_a(node: int) -> bool:
         return any(view.names[t] == s["surface"] for t in view.outgoing[(node, "on")])
 
     return "yes" if x is not None and on_a(x) and on_a(s["anchor"]) else "no"
 
 
-def loop_answer(sample: QASample) -> str:
-    """Nodes, paths and loops: a loop question is answered by whether its triangle closes."""
-    view = GraphView(sample.graph)
-    if sample.meta["family"] != "loop":
-        return _follow(view, sample)
-    s = _structure(sample)
-    x = _loop_object(view, s)
+def _triangle_closes(view: GraphView, s: dict, x: int | None) -> str:
+    """"yes" when the object's and the anchor's `on` edges reach the same node."""
     if x is None:
         return "no"
     sx, sv = view.step(x, "on", "out"), view.step(s["anchor"], "on", "out")
     return "yes" if sx is not None and sx == sv else "no"
+
+
+def path_only_answer(sample: QASample) -> str:
+    """Nodes and paths only: a loop question's relations checked one by one, by name (see the module docstring)."""
+    return _answer(sample, _relations_hold)
+
+
+def loop_answer(sample: QASample) -> str:
+    """Nodes, paths and loops: a loop question is answered by whether its triangle closes."""
+    return _answer(sample, _triangle_closes)
 
 
 SOLVERS = {"path-only solver": path_only_answer, "loop solver": loop_answer}
