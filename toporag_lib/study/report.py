@@ -10,6 +10,7 @@ README's headline table between its markers.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pandas as pd
 
 from toporag_lib import atomic
 from toporag_lib.config import merge
+from toporag_lib.data.registry import metric_for
 from toporag_lib.study import paper
 from toporag_lib.study.experiments import PRESETS
 from toporag_lib.training.config import TrainConfig
@@ -81,10 +83,20 @@ def _label(setup: dict[str, Any], data: str) -> str:
     return "_Ours: " + "; ".join(parts) + "._"
 
 
+def majority_score(dataset: str, predictions: list[dict[str, Any]]) -> float:
+    """What answering every test question with its most common label scores under the dataset's metric (the
+    trivial baseline a run must beat on the same questions); nan without predictions."""
+    labels = [p["label"] for p in predictions]
+    if not labels:
+        return float("nan")
+    majority = Counter(labels).most_common(1)[0][0]
+    return metric_for(dataset)([majority] * len(labels), labels)
+
+
 def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per (dataset, method name, config apart from the seed): mean and standard deviation of the score and
-    of each family's accuracy over the seeds, with n (test questions), seeds, and the first run's hardware, command
-    and commit."""
+    of each family's accuracy over the seeds, the majority-answer baseline on the same questions, n (test
+    questions), seeds, and the first run's hardware, command and commit."""
     rows = []
     for r in records:
         config = {k: v for k, v in r["config"].items() if k != "seed"}
@@ -92,13 +104,14 @@ def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
         rows.append({"dataset": r["config"]["dataset"], "method": r["name"],
                      "setting": json.dumps(config, sort_keys=True),
                      "seed": r["config"]["seed"], "n": metrics["n"], "score": metrics["score"],
+                     "majority": majority_score(r["config"]["dataset"], r.get("predictions", [])),
                      **{f"acc_{k}": v for k, v in metrics.get("per_family", {}).items()},
                      "hardware": r["hardware"], "command": r["command"], "run_id": r["run_id"],
                      "commit": (r.get("commit") or "")[:7]})
     if not rows:
         return pd.DataFrame(columns=["dataset", "method", "n", "seeds", "score", "score_std"])
     frame = pd.DataFrame(rows)
-    scores = [c for c in frame if c == "score" or c.startswith("acc_")]
+    scores = [c for c in frame if c in ("score", "majority") or c.startswith("acc_")]
     grouped = frame.groupby(["dataset", "method", "setting"], sort=False)
     table = grouped[scores].mean()
     table["score_std"] = grouped["score"].std()
@@ -106,7 +119,7 @@ def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
     for column in ("n", "hardware", "command", "commit"):
         table[column] = grouped[column].first()
     table = table.reset_index().drop(columns="setting")
-    front = ["dataset", "method", "n", "seeds", "score", "score_std"]
+    front = ["dataset", "method", "n", "seeds", "score", "score_std", "majority"]
     return table[front + [c for c in table if c not in front]]
 
 
@@ -114,8 +127,10 @@ def table1(results: Path) -> str | None:
     ours = ledger_table(read_ledger(results / "runs"))
     if ours.empty:
         return None
-    keep = ["method", "dataset", "n", "seeds", "score", "score_std"] + [c for c in ("acc_loop",) if c in ours]
-    wide = ours[keep].rename(columns={"score": "ours", "score_std": "ours std", "acc_loop": "ours loop questions"})
+    keep = ["method", "dataset", "n", "seeds", "score", "score_std", "majority"]
+    keep += [c for c in ("acc_loop",) if c in ours]
+    wide = ours[keep].rename(columns={"score": "ours", "score_std": "ours std", "majority": "majority answer",
+                                      "acc_loop": "ours loop questions"})
     paper_scores = paper.TABLE1.melt(id_vars=["setting", "method"], var_name="dataset", value_name="paper")
     table = wide.merge(paper_scores[["method", "dataset", "paper"]], on=["method", "dataset"], how="left")
     return markdown_table(table)
@@ -201,7 +216,8 @@ def headline(results: str | Path) -> str:
     table = ledger_table(records)
     if table.empty:
         return "_No run in the ledger yet._"
-    keep = ["dataset", "method", "n", "seeds", "score", "score_std"] + [c for c in ("acc_loop",) if c in table]
+    keep = ["dataset", "method", "n", "seeds", "score", "score_std", "majority"]
+    keep += [c for c in ("acc_loop",) if c in table]
     ordered = table[keep + ["hardware", "commit"]].sort_values(["dataset", "n", "method"],
                                                                ascending=[True, False, True])
     return markdown_table(ordered)

@@ -91,5 +91,10 @@ def record_run(run_dir: str | Path, ledger: str | Path, name: str, command: str 
 
 
 def read_ledger(ledger: str | Path) -> list[dict[str, Any]]:
-    """Every record in the ledger folder, in run-id order."""
-    return [json.loads(path.read_text()) for path in sorted(Path(ledger).glob(f"*/{RECORD}"))]
+    """Every record in the ledger folder, in run-id order, each with its test predictions under "predictions"."""
+    records = []
+    for path in sorted(Path(ledger).glob(f"*/{RECORD}")):
+        predictions = path.parent / "predictions_test.jsonl"
+        records.append({**json.loads(path.read_text()),
+                        "predictions": read_predictions(predictions) if predictions.exists() else []})
+    return records
