@@ -51,8 +51,8 @@ class TrainConfig:
     dataset: str = "explagraphs"
     dataset_options: dict[str, Any] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
-    retrieval: RetrievalConfig | None = None  # None: the dataset's (`data.registry`); a dict merges over it
-    lift: LiftConfig | None = None  # None: the dataset's; a dict merges over it
+    retrieval: dict[str, Any] | RetrievalConfig | None = None  # None: the dataset's; a dict merges over it
+    lift: dict[str, Any] | LiftConfig | None = None  # None: the dataset's; a dict merges over it
     edge_text: str | None = None  # an edge's feature: "relation" or "triple" (verbalised); None: the dataset's
     graph_text: bool = True
     question_suffix: str = ""
@@ -81,7 +81,6 @@ class TrainConfig:
     engine: str = "toporag"  # "pyg": PyTorch Geometric's GRetriever as an outside reference
 
     def __post_init__(self) -> None:
-        dataset_spec(self.dataset)
         spec = dataset_spec(self.dataset)
         for name, kind in (("limits", Limits), ("model", ModelConfig)):
             if isinstance(getattr(self, name), dict):
@@ -108,16 +107,8 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
-        """A config from JSON-like values, checked at every depth; `retrieval` merges over the dataset's."""
-        if not isinstance(values, dict):
-            raise ConfigError(f"TrainConfig: expected a mapping, got {values!r}")
-        values = dict(values)
-        dataset = values.get("dataset", cls.dataset)
-        if isinstance(dataset, str):  # partial retrieval and lifting dicts merge over the dataset's
-            if isinstance(values.get("retrieval"), dict):
-                values["retrieval"] = {**dataset_retrieval(dataset).to_dict(), **values["retrieval"]}
-            if isinstance(values.get("lift"), dict):
-                values["lift"] = {**LiftConfig(**dataset_spec(dataset).lift).to_dict(), **values["lift"]}
+        """A config from JSON-like values, checked at every depth (`retrieval` and `lift` dicts are checked when
+        they are merged over the dataset's, in `__post_init__`)."""
         return from_dict(cls, values)
 
     def to_dict(self) -> dict[str, Any]:
