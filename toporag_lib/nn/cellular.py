@@ -127,11 +127,16 @@ class CellularEncoder(nn.Module):
         self.stage2 = UpperLayer(hidden_dim, dropout)
         self.head = nn.Linear(hidden_dim, out_dim)
 
-    def forward(self, batch: Data) -> Tensor:
-        """[num_graphs, out_dim] for a `ComplexData` batch with x0, x1 and x2."""
+    def cell_states(self, batch: Data) -> tuple[list[Tensor], Structure]:
+        """The final states [h0, h1, h2] of every 0-, 1- and 2-cell, and the batch's structure (`batches`: each
+        cell's complex)."""
         s = Structure.of(batch)
         h0, h1, h2 = (proj(x) for proj, x in zip(self.inputs, (batch.x0, batch.x1, batch.x2)))
         for layer in self.stage1:
             h0, h1 = layer(h0, h1, h2, s)
-        h0, h1, h2 = self.stage2(h0, h1, h2, s)
-        return self.head(pool_cells([h0, h1, h2], s.batches, s.num_graphs))
+        return list(self.stage2(h0, h1, h2, s)), s
+
+    def forward(self, batch: Data) -> Tensor:
+        """[num_graphs, out_dim] for a `ComplexData` batch with x0, x1 and x2."""
+        states, s = self.cell_states(batch)
+        return self.head(pool_cells(states, s.batches, s.num_graphs))

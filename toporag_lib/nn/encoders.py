@@ -1,4 +1,5 @@
-"""Every graph encoder by name, behind one `forward(batch) -> [num_graphs, out_dim]`."""
+"""Every graph encoder by name, behind one `forward(batch) -> [num_graphs, out_dim]` (and `cell_states(batch)`:
+the final state of every cell it keeps, before pooling)."""
 
 from __future__ import annotations
 

@@ -28,8 +28,8 @@ class SkeletonGNN(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(hidden_dim, out_dim)
 
-    def forward(self, batch: Data) -> Tensor:
-        """[num_graphs, out_dim] for a `ComplexData` batch with x0 and x1."""
+    def cell_states(self, batch: Data) -> tuple[list[Tensor], Structure]:
+        """The final node states [h0] (these encoders keep no edge or 2-cell states) and the batch's structure."""
         s = Structure.of(batch)
         edge_index, edge_id = s.node_adj[:2], s.node_adj[2]
         extra = {"edge_attr": batch.x1[edge_id]} if self.uses_edge_features else {}
@@ -38,6 +38,11 @@ class SkeletonGNN(nn.Module):
             if i:
                 h = self.dropout(F.relu(h))
             h = conv(h, edge_index, **extra)
+        return [h], s
+
+    def forward(self, batch: Data) -> Tensor:
+        """[num_graphs, out_dim] for a `ComplexData` batch with x0 and x1."""
+        (h,), s = self.cell_states(batch)
         return self.head(scatter(h, s.batches[0], dim=0, dim_size=s.num_graphs, reduce="mean"))
 
 
