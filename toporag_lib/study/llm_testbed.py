@@ -1,0 +1,127 @@
+"""The testbed's long LLM runs: TopoRAG against G-Retriever, the ablations, frozen and with LoRA, on the full
+synthetic-scenes (version 2) split, and TopoRAG with and without 2-cells and G-Retriever on the full ExplaGraphs
+split, each recorded in the results ledger when it finishes.
+
+    python -m toporag_lib.study.llm_testbed --list                 # the jobs, in order, and which are done
+    python -m toporag_lib.study.llm_testbed --shard 0/2 &          # two processes share the jobs
+    python -m toporag_lib.study.llm_testbed --shard 1/2 &
+
+Jobs run in order of importance: the frozen TopoRAG / G-Retriever pair on the testbed, the ExplaGraphs trio (an
+epoch there is about 20 minutes), the pair's other two seeds, the three ablations, then the LoRA pair. A run is a `study.experiments.run_cached` run in `cache/llm_testbed/`: a job killed
+mid-epoch resumes from its last checkpoint when the command is run again, and a finished one is only re-recorded.
+Each process trains on one torch thread (two processes on two cores). An epoch over the 1,800 training questions
+with the bundled 135M LLM takes one to two hours per core; the full list is about a day on two cores.
+
+`full_split_table` and `paired_by_seed` read the finished runs back from the ledger (notebook 05).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from toporag_lib.paths import PROJECT_ROOT
+from toporag_lib.study.experiments import (
+    ABLATIONS,
+    config_digest,
+    run_cached,
+    variant_config,
+)
+from toporag_lib.study.report import ledger_table
+from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.ledger import COMMAND_ENV
+from toporag_lib.training.paired import paired_comparison
+
+DATASET = "synthetic_scenes"
+SEEDS = (42, 43, 44)
+RUNS_DIR = PROJECT_ROOT / "cache" / "llm_testbed"
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str
+    method: str
+    change: dict[str, Any]
+    seed: int
+    dataset: str = DATASET
+
+    def config(self) -> TrainConfig:
+        return variant_config(self.method, self.dataset, self.change, seed=self.seed)
+
+
+def jobs() -> list[Job]:
+    """Every run, most important first."""
+    pair = ("TopoRAG", "G-Retriever")
+    first = [Job(method, method, {}, SEEDS[0]) for method in pair]
+    no_cells = "w/o CRL (no 2-cells)"
+    explagraphs = [Job(method, method, {}, SEEDS[0], "explagraphs") for method in pair]
+    explagraphs.append(Job(f"TopoRAG {no_cells}", "TopoRAG", ABLATIONS[no_cells], SEEDS[0], "explagraphs"))
+    seeds = [Job(method, method, {}, seed) for seed in SEEDS[1:] for method in pair]
+    ablations = [Job(f"TopoRAG {name}", "TopoRAG", change, SEEDS[0]) for name, change in ABLATIONS.items() if change]
+    lora = [Job(method, method, {}, SEEDS[0]) for method in ("TopoRAG + LoRA", "G-Retriever + LoRA")]
+    return first + explagraphs + seeds + ablations + lora
+
+
+def is_done(job: Job, runs_dir: Path = RUNS_DIR) -> bool:
+    return any((runs_dir / job.dataset).glob(f"*-{config_digest(job.config())}/metrics_test.json"))
+
+
+def full_split_records(records: list[dict[str, Any]], dataset: str = DATASET) -> list[dict[str, Any]]:
+    """The ledger records of runs on the dataset with its default options (for the testbed: 1,000 images), every
+    split whole."""
+    default = TrainConfig(dataset=dataset)
+    return [r for r in records if r["config"]["dataset"] == dataset
+            and r["config"]["dataset_options"] == default.dataset_options
+            and all(v is None for v in r["config"]["limits"].values())]
+
+
+def full_split_table(records: list[dict[str, Any]], dataset: str = DATASET) -> pd.DataFrame:
+    """`report.ledger_table` of the full-split runs: per method, mean and std over seeds of the score and of each
+    family's accuracy, the majority-answer baseline, n and seeds."""
+    return ledger_table(full_split_records(records, dataset))
+
+
+def paired_by_seed(records: list[dict[str, Any]], a: str = "TopoRAG", b: str = "G-Retriever",
+                   family: str | None = "loop") -> pd.DataFrame:
+    """For every seed that both methods ran on the full split: McNemar's exact test of a against b on the family's
+    test questions (all questions when `family` is None)."""
+    runs = {(r["name"], r["config"]["seed"]): r for r in full_split_records(records)}
+    rows = []
+    for seed in sorted({seed for name, seed in runs if name == a} & {seed for name, seed in runs if name == b}):
+        chosen = [[p for p in runs[(m, seed)]["predictions"] if family is None or p.get("family") == family]
+                  for m in (a, b)]
+        rows.append({"seed": seed, "family": family or "all",
+                     **paired_comparison(chosen[0], chosen[1], DATASET, names=(a, b))})
+    return pd.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shard", default="0/1", help="i/n: run the jobs whose index is i modulo n")
+    parser.add_argument("--list", action="store_true", help="list the jobs and whether each is done, then stop")
+    args = parser.parse_args(argv)
+    index, count = (int(part) for part in args.shard.split("/"))
+    if not 0 <= index < count:
+        raise SystemExit(f"--shard {args.shard}: expected i/n with 0 <= i < n")
+    todo = jobs()
+    if args.list:
+        for i, job in enumerate(todo):
+            print(f"{i:2d} shard {i % count}  {'done' if is_done(job) else 'todo'}  {job.name} on {job.dataset}, "
+                  f"seed {job.seed}")
+        return
+    os.environ.setdefault(COMMAND_ENV, f"python -m toporag_lib.study.llm_testbed --shard {args.shard}")
+    torch.set_num_threads(1)
+    for i, job in enumerate(todo):
+        if i % count == index:
+            print(f"job {i}: {job.name} on {job.dataset}, seed {job.seed}", flush=True)
+            run_cached(job.config(), job.name, RUNS_DIR)
+
+
+if __name__ == "__main__":
+    main()
