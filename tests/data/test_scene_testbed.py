@@ -85,8 +85,8 @@ def test_solvers_refuse_version_1_samples():
 
 
 def test_accuracy_by_cycles_splits_on_the_questions_graph():
-    from toporag_lib.data.graph import QASample, TextualGraph
     from toporag_lib.data.dataset import QADataset
+    from toporag_lib.data.graph import QASample, TextualGraph
     from toporag_lib.study.testbed import accuracy_by_cycles
 
     triangle = TextualGraph(["a", "b", "c"], [(0, 1, "r"), (1, 2, "r"), (2, 0, "r")])

@@ -112,6 +112,7 @@ def test_04_training_writes_results(tmp_path, isolated_cache, tiny_encoder_path)
 
     llm = make_tiny_model(tmp_path / "tiny_llm", CHATML)
     run_one("04_training.ipynb", {"datasets": ["synthetic_scenes", "explagraphs"], "methods": ["zero-shot", "TopoRAG"],
+                                  "explagraphs_only_methods": ["G-Retriever (PyG)"],
                                   "limits": {"train": 4, "val": 2, "test": 4}, "synthetic_images": 6,
                                   "select_by": "val_score", "training": tiny_training(llm, tiny_encoder_path)}, tmp_path)
     results = isolated_cache / "results"
@@ -124,7 +125,7 @@ def test_04_training_writes_results(tmp_path, isolated_cache, tiny_encoder_path)
     assert (results / "04_loss_curves.png").exists() and (results / "04_explagraphs_confusion.csv").exists()
     by_cycles = pd.read_csv(results / "04_explagraphs_by_cycles.csv")
     assert set(by_cycles.questions) == {"graph with a cycle", "acyclic graph"}
-    assert by_cycles.groupby("method").n.sum().eq(4).all()  # every test question of each run, in one of the two
+    assert by_cycles.groupby("run").n.sum().eq(4).all()  # every test question of each run, in one of the two
 
 
 def test_05_ablations_writes_tables_and_figures(tmp_path, isolated_cache, tiny_encoder_path):
@@ -133,14 +134,13 @@ def test_05_ablations_writes_tables_and_figures(tmp_path, isolated_cache, tiny_e
     llm = make_tiny_model(tmp_path / "tiny_llm", CHATML)
     run_one("05_ablations_sensitivity.ipynb",
             {"synthetic_images": 10, "retrieval_images": 8, "limits": {"train": 4, "val": 2, "test": 4},
-             "seeds": [1, 2], "cycle_bases": ["BFS", "DFS"], "layer_values": [1, 2], "k2_values": [0, 2],
-             "probe_images": 15, "probe_seeds": [0, 1], "probe_epochs": 1,
-             "training": tiny_training(llm, tiny_encoder_path)}, tmp_path)
+             "seeds": [1, 2], "ablations": [], "cycle_bases": ["BFS", "DFS"], "layer_values": [1, 2],
+             "k2_values": [0, 2], "probe_images": 15, "probe_seeds": [0, 1], "probe_epochs": 1,
+             "probe_inputs": ["retrieved", "whole graph"], "training": tiny_training(llm, tiny_encoder_path)}, tmp_path)
     results = isolated_cache / "results"
-    table2 = pd.read_csv(results / "05_table2_ablations.csv").set_index("variant")
-    assert list(table2.index) == ["TopoRAG", "w/o CRL (no 2-cells)", "w/o TSR (shortest path)", "w/o MTR (GCN)"]
-    assert (table2.runs == 2).all() and table2.score_std.notna().all() and table2.score.between(0, 1).all()
-    assert table2.loc["TopoRAG", "paper_explagraphs"] == pytest.approx(0.9151)
+    assert pd.read_csv(results / "05_table2_ablations.csv").empty  # no trained ablation asked for (cpu-quick's)
+    assert not (results / "05_table2_ablations.png").exists()
+    assert pd.read_csv(results / "05_testbed_llm.csv").empty  # the ledger holds no full-split testbed run
     table5 = pd.read_csv(results / "05_table5_cycle_bases.csv").set_index("variant")
     assert set(table5.index) == {"BFS", "DFS", "random", "minimum basis"}
     assert table5.loc["minimum basis", "mean_2cell_length"] <= table5.loc["DFS", "mean_2cell_length"]
@@ -155,11 +155,10 @@ def test_05_ablations_writes_tables_and_figures(tmp_path, isolated_cache, tiny_e
     assert sorted(coverage.index) == [0, 1, 2, 3]
     table6 = pd.read_csv(results / "05_table6_cells_per_dimension.csv")
     assert list(table6.k) == [1, 2, 3] and (table6["2-cells"] <= table6.k).all()
-    for name in ("05_table2_ablations.png", "05_sensitivity.png"):
-        assert (results / name).stat().st_size > 10_000
+    assert (results / "05_sensitivity.png").stat().st_size > 10_000
 
 
 def test_07_results_writes_the_readme_even_from_partial_results(tmp_path, isolated_cache):
     run_one("07_results.ipynb", {"profile": "cpu-full"}, tmp_path)
     text = (isolated_cache / "results" / "README.md").read_text()
-    assert "under the `cpu-full` profile" in text and text.count("_not produced in this run_") == 5
+    assert "under the `cpu-full` profile" in text and text.count("_not produced in this run_") == 9

@@ -30,7 +30,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toporag_lib.data.gqa import split_image_ids
-from toporag_lib.data.synthetic_layout import COLOURS, ITEMS, MATERIALS, SPATIAL, SURFACES
+from toporag_lib.data.synthetic_layout import (
+    COLOURS,
+    ITEMS,
+    MATERIALS,
+    SPATIAL,
+    SURFACES,
+)
 
 VERSION = 2
 FAMILIES = ("attribute", "path", "loop")

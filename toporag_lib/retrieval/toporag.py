@@ -23,7 +23,13 @@ from __future__ import annotations
 import numpy as np
 
 from toporag_lib.retrieval import pcst
-from toporag_lib.retrieval.prizes import cell_prizes, gretriever_edge_prizes, rank_prizes, top_k, unit_cosine
+from toporag_lib.retrieval.prizes import (
+    cell_prizes,
+    gretriever_edge_prizes,
+    rank_prizes,
+    top_k,
+    unit_cosine,
+)
 from toporag_lib.retrieval.subcomplex import Subcomplex, empty_ids
 from toporag_lib.topology.complex import CellComplex, boundary_positions
 

@@ -13,10 +13,12 @@ import os
 from typing import Any
 
 from toporag_lib.config import merge
+from toporag_lib.study.experiments import ABLATIONS
 from toporag_lib.training.config import PAPER_SETTINGS
 
 FULL_SPLITS = {"train": None, "val": None, "test": None}
 SEEDS = [42, 43, 44]
+ABLATION_NAMES = list(ABLATIONS)
 
 
 def gpu_training() -> dict[str, Any]:
@@ -26,7 +28,9 @@ def gpu_training() -> dict[str, Any]:
 
 
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
-    # The default: every notebook on this kind of 2-core CPU with the bundled small models, subsets, one seed.
+    # The default: every notebook on this kind of 2-core CPU with the bundled small models (about 30 minutes). Its
+    # time goes where numbers have power: retrieval over the testbed's full test split and the LLM-free probe over
+    # five seeds; LLM runs only on ExplaGraphs subsets, to show the pipeline (full-split LLM runs: `llm_testbed`).
     "cpu-quick": {},
     # Full splits for 04 (an ExplaGraphs epoch with SmolLM2 takes about 17 minutes per method), every variant of 05
     # with three seeds on larger subsets: about a day on 2 cores. Over several epochs the epoch kept is the one with
@@ -35,10 +39,12 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "01_datasets": {"synthetic_images": 2000},
         "03_retrieval": {"synthetic_images": 1000},
         "04_training": {"limits": FULL_SPLITS, "synthetic_images": 1000, "epochs": 3, "select_by": "val_score",
+                        "datasets": ["explagraphs", "synthetic_scenes"],
                         "methods": ["zero-shot", "G-Retriever", "G-Retriever + LoRA", "TopoRAG", "TopoRAG + LoRA"],
                         "explagraphs_only_methods": ["G-Retriever (PyG)", "G-Retriever (PyG) + LoRA"]},
         "05_ablations_sensitivity": {"synthetic_images": 1000, "limits": {"train": 240, "val": 60, "test": 180},
                                      "epochs": 2, "select_by": "val_score", "seeds": SEEDS, "retrieval_images": 300,
+                                     "ablations": ABLATION_NAMES, "probe_inputs": ["retrieved", "whole graph"],
                                      "cycle_bases": ["BFS", "DFS", "random", "minimum basis"],
                                      "layer_values": [2, 3, 4, 5], "k2_values": [0, 1, 2, 3]},
         "06_efficiency": {"warmup": 3, "steps": 30, "memory_steps": 3, "preprocess_questions": None, "repeats": 7,
@@ -49,10 +55,13 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "01_datasets": {"synthetic_images": 2000},
         "03_retrieval": {"synthetic_images": 1000, "encoder_path": os.environ.get("TOPORAG_ENCODER")},
         "04_training": {"limits": FULL_SPLITS, "synthetic_images": 5000, "epochs": 10, "training": gpu_training(),
+                        "datasets": ["explagraphs", "synthetic_scenes"],
+                        "explagraphs_only_methods": ["G-Retriever (PyG)"],
                         "methods": ["zero-shot", "prompt tuning", "G-Retriever", "G-Retriever + LoRA", "TopoRAG",
                                     "TopoRAG + LoRA"]},
         "05_ablations_sensitivity": {"synthetic_images": 5000, "limits": FULL_SPLITS, "epochs": 10, "seeds": SEEDS,
-                                     "training": gpu_training(), "retrieval_images": 1000,
+                                     "training": gpu_training(), "retrieval_images": 1000, "ablations": ABLATION_NAMES,
+                                     "probe_inputs": ["retrieved", "whole graph"],
                                      "cycle_bases": ["BFS", "DFS", "random", "minimum basis"],
                                      "layer_values": [2, 3, 4, 5], "k2_values": [0, 1, 2, 3]},
         "06_efficiency": {"training": merge(gpu_training(), {"model": {"hidden_dim": 1024}}), "batch_size": 8,

@@ -60,8 +60,14 @@ def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
 
 
 def _read(results: Path, name: str) -> pd.DataFrame | None:
+    """The table a notebook wrote, or None when it wrote none or an empty one."""
     path = results / name
-    return pd.read_csv(path) if path.exists() else None
+    table = pd.read_csv(path) if path.exists() else None
+    return table if table is not None and len(table) else None
+
+
+def _columns(table: pd.DataFrame | None, keep: list[str]) -> pd.DataFrame | None:
+    return None if table is None else table[[c for c in keep if c in table]]
 
 
 def _setup(results: Path, name: str) -> dict[str, Any]:
@@ -174,6 +180,21 @@ def results_readme(results: str | Path, profile: str) -> str:
         ("Table 6 · cells per dimension", _read(results, "05_table6_cells_per_dimension.csv"),
          "_Ours: retrieval only (no LLM), synthetic scenes; the paper's row is SceneGraphs._"),
         ("Table 7 · time per epoch", table7(results), _label(s06, "ExplaGraphs training split")),
+        ("Testbed · floors", _read(results, "01_testbed_floors.csv"),
+         "_Synthetic scenes v2, test split: the majority answer's rate, 'yes no' under `label in prediction`, and the "
+         "two reference solvers (exact match)._"),
+        ("Testbed · evidence recall", _columns(_read(results, "03_evidence_recall.csv"),
+                                               ["method", "family", "evidence_recall", "evidence_recall_lo",
+                                                "evidence_recall_hi", "covers_answer", "tokens", "n"]),
+         "_Share of test questions whose evidence cells are all in the retrieved subcomplex, with its 95% Wilson "
+         "interval; answer coverage; prompt tokens (no LLM)._"),
+        ("Testbed · LLM-free probe, with against without 2-cells", _read(results, "05_probe_paired.csv"),
+         "_Cellular encoder with minus without 2-cells: mean per-question difference in correctness (averaged over "
+         "the seeds), 95% t-interval, paired t-test p; per-encoder accuracies in `05_probe.csv`._"),
+        ("Testbed · LLM runs on the full split", _columns(_read(results, "05_testbed_llm.csv"),
+                                                         ["method", "n", "seeds", "score", "score_std", "majority",
+                                                          "acc_attribute", "acc_path", "acc_loop", "commit"]),
+         "_From the ledger: `python -m toporag_lib.study.llm_testbed` runs, mean and std over seeds._"),
     ]
     lines = [
         "# Results",
