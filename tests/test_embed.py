@@ -77,10 +77,46 @@ def test_different_models_do_not_share_vectors(tiny_encoder_path, tmp_path):
     assert model_identity(other) != model_identity(tiny_encoder_path)
 
 
-def test_inconsistent_shard_is_reported(tmp_path):
-    torch.save({"keys": ["a", "b"], "emb": torch.zeros(3, 4)}, tmp_path / "shard-x.pt")
-    with pytest.raises(ValueError, match="shard-x.pt is inconsistent"):
-        EmbeddingCache(tmp_path)
+@pytest.mark.parametrize("damage", ["inconsistent", "nan", "truncated", "flipped byte"])
+def test_a_damaged_shard_is_deleted_with_a_warning_and_its_texts_encoded_again(tmp_path, damage):
+    from toporag_lib import atomic
+
+    good = EmbeddingCache(tmp_path)
+    good.add(["k0"], torch.ones(1, 4))
+    path = tmp_path / "shard-x.pt"
+    if damage == "inconsistent":
+        atomic.torch_save({"keys": ["a", "b"], "emb": torch.zeros(3, 4)}, path)
+    elif damage == "nan":
+        atomic.torch_save({"keys": ["a"], "emb": torch.full((1, 4), float("nan"))}, path)
+    else:
+        atomic.torch_save({"keys": ["a"], "emb": torch.zeros(1, 4)}, path)
+        data = bytearray(path.read_bytes())
+        if damage == "truncated":
+            del data[len(data) // 2:]
+        else:
+            data[len(data) // 3] ^= 0xFF
+        path.write_bytes(bytes(data))
+    with pytest.warns(UserWarning, match="deleting damaged embedding cache shard .*shard-x.pt"):
+        cache = EmbeddingCache(tmp_path)
+    assert "a" not in cache and "k0" in cache and not path.exists()
+
+
+def test_stale_temporary_files_of_killed_writes_are_cleared(tmp_path):
+    import os
+
+    old, new = tmp_path / ".shard-a.pt.x1.tmp", tmp_path / ".shard-b.pt.x2.tmp"
+    old.write_bytes(b"half"), new.write_bytes(b"half")
+    os.utime(old, (1, 1))  # written long ago: its writer is gone
+    EmbeddingCache(tmp_path)
+    assert not old.exists() and new.exists()  # a fresh one may belong to a live writer
+
+
+def test_an_encoder_that_gives_non_finite_vectors_is_refused(tiny_encoder_path, tmp_path, monkeypatch):
+    encoder = TextEncoder(tiny_encoder_path, cache=tmp_path, progress=False)
+    monkeypatch.setattr(encoder, "encode_uncached", lambda texts: torch.full((len(texts), 4), float("nan")))
+    with pytest.raises(ValueError, match="non-finite vectors for 1 texts, e.g. 'broken'"):
+        encoder.encode(["broken"])
+    assert len(encoder.cache) == 0
 
 
 def test_not_a_model_folder(tmp_path):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,20 +67,37 @@ def text_key(text: str) -> str:
 
 
 class EmbeddingCache:
-    """Append-only store of text-key -> vector for one model, in atomically written shard files."""
+    """Append-only store of text-key -> vector for one model, in atomically written, checksummed shard files.
+
+    A shard that is damaged (checksum, load, key count) or holds a non-finite vector is deleted with a warning when
+    the cache opens: its texts are encoded again. Temporary files of killed writes are cleared.
+    """
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self.rows: dict[str, tuple[int, int]] = {}
         self.shards: list[torch.Tensor] = []
+        if self.folder.exists():
+            atomic.remove_stale_temporaries(self.folder)
         for path in sorted(self.folder.glob("shard-*.pt")):
-            self._index(torch.load(path, weights_only=True), path)
+            try:
+                shard = atomic.torch_load(path, weights_only=True)
+                self._index(shard, path)
+            except (atomic.DamagedFileError, ValueError, KeyError, TypeError) as err:
+                warnings.warn(f"deleting damaged embedding cache shard {path} (its texts will be encoded again): "
+                              f"{err}", stacklevel=2)
+                path.unlink(missing_ok=True)
 
     def _index(self, shard: dict, source: Path | str) -> None:
         keys, emb = shard["keys"], shard["emb"]
-        if len(keys) != emb.shape[0]:
+        if not isinstance(emb, torch.Tensor) or emb.dim() != 2 or len(keys) != emb.shape[0]:
             raise ValueError(f"embedding cache shard {source} is inconsistent ({len(keys)} keys, "
-                             f"{emb.shape[0]} vectors): delete it")
+                             f"vectors of shape {tuple(getattr(emb, 'shape', ()))})")
+        if not torch.isfinite(emb).all():
+            raise ValueError(f"embedding cache shard {source} holds non-finite vectors")
+        if self.shards and emb.shape[1] != self.shards[0].shape[1]:
+            raise ValueError(f"embedding cache shard {source} has vectors of size {emb.shape[1]}, the others "
+                             f"{self.shards[0].shape[1]}")
         number = len(self.shards)
         self.shards.append(emb)
         self.rows.update((key, (number, row)) for row, key in enumerate(keys))
@@ -175,7 +193,12 @@ class TextEncoder:
                    disable=not self.progress)
         for start in range(0, len(texts), ENCODE_CHUNK):
             chunk = texts[start:start + ENCODE_CHUNK]
-            self.cache.add(keys[start:start + ENCODE_CHUNK], self.encode_uncached(chunk))
+            emb = self.encode_uncached(chunk)
+            bad = (~torch.isfinite(emb)).any(dim=1).nonzero().flatten().tolist()
+            if bad:
+                raise ValueError(f"sentence encoder {self.model_path} gave non-finite vectors for {len(bad)} texts, "
+                                 f"e.g. {chunk[bad[0]]!r}: is the model folder damaged?")
+            self.cache.add(keys[start:start + ENCODE_CHUNK], emb)
             bar.update(len(chunk))
         bar.close()
 

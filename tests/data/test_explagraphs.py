@@ -85,3 +85,36 @@ def test_missing_file_names_it(tmp_path):
 def test_unknown_dataset():
     with pytest.raises(ValueError, match="unknown dataset 'nope'"):
         load_dataset("nope")
+
+
+def write_explagraphs(root, graph="(a; is a; b)", splits=("0", "1", "2"), rows=None):
+    (root / "split").mkdir(exist_ok=True)
+    for name, lines in zip(("train", "val", "test"), splits):
+        (root / "split" / f"{name}_indices.txt").write_text(lines)
+    body = rows if rows is not None else "".join(f"A\tB\tsupport\t{graph}\n" for _ in range(3))
+    (root / "train_dev.tsv").write_text("arg1\targ2\tlabel\tgraph\n" + body)
+
+
+@pytest.mark.parametrize("graph", ["(a; is a; b)(c; part of", "(a; is a; b) c; d; e)", "(a; is a; b))"])
+def test_a_graph_cut_mid_triple_or_with_unbalanced_parentheses_is_refused(tmp_path, graph):
+    write_explagraphs(tmp_path, graph)
+    with pytest.raises(GraphParseError, match=r"row 0 of .*train_dev.tsv: graph .* is not a sequence of whole"):
+        load_dataset("explagraphs", root=tmp_path)
+
+
+@pytest.mark.parametrize("splits, message", [
+    (("0 1", "1", "2"), r"val_indices.txt, line 1: row 1 is listed also in the train split"),
+    (("0\n0", "1", "2"), r"train_indices.txt, line 2: row 0 is listed twice"),
+    (("0", "1", "9"), r"test_indices.txt, line 1: '9' is not a row index of train_dev.tsv \(0 to 2\)"),
+    (("0", "x", "2"), r"val_indices.txt, line 1: 'x' is not a row index"),
+])
+def test_split_files_that_overlap_or_point_nowhere_are_refused(tmp_path, splits, message):
+    write_explagraphs(tmp_path, splits=tuple(s.replace(" ", "\n") for s in splits))
+    with pytest.raises(ValueError, match=message):
+        load_dataset("explagraphs", root=tmp_path)
+
+
+def test_a_row_with_an_extra_field_names_the_file(tmp_path):
+    write_explagraphs(tmp_path, rows="A\tB\tsupport\t(a; b; c)\nA\tB\tsupport\t(a; b; c)\textra\n")
+    with pytest.raises(ValueError, match=r"train_dev.tsv: not a tab-separated table"):
+        load_dataset("explagraphs", root=tmp_path)

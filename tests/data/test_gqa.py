@@ -194,3 +194,26 @@ def test_missing_and_empty_graphs_are_dropped_and_counted(tmp_path):
 def test_malformed_questions_raise():
     with pytest.raises(ValueError, match=r"question q7 lacks \['answer'\]"):
         questions_from_gqa_json({"q7": {"imageId": "1", "question": "?"}})
+
+
+def one_object_scene(**changes) -> dict:
+    obj = {"name": "cup", "x": 0, "y": 0, "w": 1, "h": 1, "attributes": [], "relations": []}
+    return {"width": 10, "height": 10, "objects": {"1": {**obj, **changes}}}
+
+
+@pytest.mark.parametrize("scene, message", [
+    ({"objects": [{"name": "cup"}]}, r"image 7: 'objects' is a list, expected an object id -> object mapping"),
+    (one_object_scene(relations=[{"object": "1"}]), r"image 7: object 1, relation 0 lacks \['name'\]"),
+    (one_object_scene(relations=[{"name": "on"}]), r"image 7: object 1, relation 0 lacks \['object'\]"),
+    (one_object_scene(relations={"name": "on"}), r"image 7: object 1's 'relations' is a dict, expected a list"),
+])
+def test_malformed_scene_graphs_name_the_image_and_field(scene, message):
+    with pytest.raises(ValueError, match=message):
+        scene_graph_to_graph("7", scene)
+
+
+def test_truncated_json_names_the_file(tmp_path):
+    path = tmp_path / "sceneGraphs.json"
+    path.write_text('{"7": {"objects": {')
+    with pytest.raises(ValueError, match=r"sceneGraphs.json: not valid JSON"):
+        read_scene_graphs(path)

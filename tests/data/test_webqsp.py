@@ -81,3 +81,28 @@ def test_bad_triple_names_record(tmp_path):
     (tmp_path / "test.jsonl").write_text(json.dumps(bad) + "\n")
     with pytest.raises(ValueError, match=r"record 0 \(id WebQTest-0\): graph triple 0"):
         load_dataset("webqsp", root=tmp_path)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"answer": "bahamas"}, r"field 'answer' is str 'bahamas', expected a list"),
+    ({"a_entity": "bahamas"}, r"field 'a_entity' is str"),
+    ({"graph": None}, r"field 'graph' is NoneType"),
+    ({"graph": "drop"}, r"field 'graph' is str"),
+])
+def test_a_field_of_the_wrong_type_is_refused_not_coerced(tmp_path, change, message):
+    write_jsonl(tmp_path)
+    record = {**RECORDS["test"][0], **change}
+    (tmp_path / "test.jsonl").write_text(json.dumps(record) + "\n")
+    with pytest.raises(ValueError, match=r"test.jsonl, record 0 \(id WebQTest-0\): " + message):
+        load_dataset("webqsp", root=tmp_path)
+
+
+def test_a_record_without_graph_or_not_an_object_is_named(tmp_path):
+    write_jsonl(tmp_path)
+    record = {k: v for k, v in RECORDS["test"][0].items() if k != "graph"}
+    (tmp_path / "test.jsonl").write_text(json.dumps(record) + "\n")
+    with pytest.raises(ValueError, match=r"record 0 \(id WebQTest-0\): record lacks \['graph'\]"):
+        load_dataset("webqsp", root=tmp_path)
+    (tmp_path / "test.jsonl").write_text("[1, 2, 3]\n")
+    with pytest.raises(ValueError, match=r"test.jsonl, record 0: a record must be a JSON object, got list"):
+        load_dataset("webqsp", root=tmp_path)

@@ -9,9 +9,9 @@ import subprocess
 import sys
 
 import pytest
-import torch
 from tiny_models import CHATML, make_tiny_model
 
+from toporag_lib import atomic
 from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.trainer import Trainer
@@ -42,7 +42,7 @@ def test_two_processes_match_one_on_the_same_global_batch(tiny_encoder_path, tmp
                           env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-4000:]
 
-    two = torch.load(tmp_path / "two" / "checkpoint.pt", weights_only=False)
+    two = atomic.torch_load(tmp_path / "two" / "checkpoint.pt", weights_only=False)
     assert two["state"]["done"] and two["state"]["epoch"] == 2
     losses = [h["loss"] for h in one.state["history"] if h["loss"] is not None]
     assert [h["loss"] for h in two["state"]["history"] if h["loss"] is not None] == pytest.approx(losses, rel=1e-5)

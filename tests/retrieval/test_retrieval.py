@@ -183,6 +183,36 @@ def test_bad_input_is_reported():
         retrieve(lift(graph, torch.eye(2), torch.ones(1, 2)), torch.zeros(2), "magic")
 
 
+@pytest.mark.parametrize("params, message", [
+    ({"k0": -1}, r"k0=-1: expected an int >= 0"),
+    ({"k2": 1.5}, r"k2=1.5: expected an int >= 0"),
+    ({"c2": float("nan")}, r"c2=nan: expected a finite number >= 0"),
+    ({"cost_e": float("inf")}, r"cost_e=inf: expected a finite number >= 0"),
+    ({"k_1": 3}, r"takes \['k0', 'k1'"),
+])
+def test_retrieval_arguments_are_checked(params, message):
+    _, cc = square_with_diagonal()
+    with pytest.raises((ValueError, TypeError), match=message):
+        retrieve(cc, torch.ones(6), "toporag", **params)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_query_of_the_wrong_size_or_not_finite_is_refused_by_every_method(method):
+    _, cc = square_with_diagonal()
+    with pytest.raises(ValueError, match=r"query embedding of shape \(5,\): expected \(6,\)"):
+        retrieve(cc, torch.ones(5), method)
+    with pytest.raises(ValueError, match="query embedding has non-finite values"):
+        retrieve(cc, torch.tensor([1.0, float("nan"), 0, 0, 0, 0]), method)
+
+
+def test_non_finite_cell_features_are_refused_when_attached():
+    graph, _ = square_with_diagonal()
+    x = torch.eye(4, 6)
+    x[2, 1] = float("inf")
+    with pytest.raises(ValueError, match="node_emb has non-finite values .* in 1 rows, e.g. row 2"):
+        lift(graph, x, torch.zeros(5, 6))
+
+
 def test_dataset_defaults_follow_the_paper():
     assert dataset_retrieval("webqsp").k0 == 3 and dataset_retrieval("webqsp").k1 == 3
     assert dataset_retrieval("scenegraphs").k1 == 5

@@ -57,3 +57,24 @@ def test_results_readme_puts_paper_and_ours_side_by_side(tmp_path):
     assert "| w/o CRL (no 2-cells) | 0.200 |" in text and "0.858" in text  # paper's w/o CRL: 0.8576
     assert text.count("_not produced in this run_") == 7  # Tables 5, 6, 7 and the four testbed tables were not written
     assert json.loads((tmp_path / "04_setup.json").read_text())["hardware"]
+
+
+def test_headline_keeps_full_split_runs_of_any_commit_and_subset_runs_of_the_newest(tmp_path):
+    ledger = tmp_path / "runs"
+
+    def finished(name, limits, commit, when, score):
+        run = tmp_path / f"run-{name}-{commit}"
+        run.mkdir()
+        config = TrainConfig(dataset="explagraphs", limits=limits, seed=42, train=name != "zero-shot")
+        (run / "config.json").write_text(json.dumps(config.to_dict()))
+        (run / "metrics_test.json").write_text(json.dumps({"n": 554 if limits == {} else 60, "score": score}))
+        (run / "predictions_test.jsonl").write_text("")
+        path = record_run(run, ledger, name) / "record.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "commit": commit, "finished": when}))
+
+    finished("TopoRAG", {}, "aaaaaaa", "2026-11-01 10:00 UTC", 0.71)  # a full split, at an older commit
+    finished("G-Retriever", {"test": 60}, "aaaaaaa", "2026-11-01 11:00 UTC", 0.45)
+    finished("zero-shot", {"test": 60}, "bbbbbbb", "2026-11-02 10:00 UTC", 0.35)
+    text = report.headline(tmp_path)
+    assert "| explagraphs | TopoRAG | 554 |" in text and "0.710" in text
+    assert "| explagraphs | zero-shot | 60 |" in text and "G-Retriever" not in text  # an older subset run

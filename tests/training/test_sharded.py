@@ -10,6 +10,7 @@ import pytest
 import torch
 from distributed import Client, LocalCluster
 
+from toporag_lib import atomic
 from toporag_lib.data import load_dataset
 from toporag_lib.data.graph import QASample, TextualGraph
 from toporag_lib.embed import TextEncoder, one_torch_thread
@@ -96,12 +97,13 @@ def test_rerun_recomputes_only_missing_shards(client, tiny_encoder_path, tmp_pat
     manifest = json.loads((tmp_path / sharded.MANIFEST).read_text())
     del manifest["shards"][sharded.shard_name(1)]  # a shard written just before a kill, not yet recorded
     (tmp_path / sharded.MANIFEST).write_text(json.dumps(manifest))
+    first.paths[3].write_bytes(before[sharded.shard_name(3)][1][:1000])  # a shard truncated after it was recorded
     second = run(tmp_path, tiny_encoder_path, client)
-    assert second.computed == [1, 2] and second.counts == first.counts
+    assert second.computed == [1, 2, 3] and second.counts == first.counts
     after = {path.name: (path.stat().st_mtime_ns, path.read_bytes()) for path in second.paths}
-    for name in (sharded.shard_name(0), sharded.shard_name(3)):
-        assert after[name] == before[name]  # untouched
-    records = [torch.load(path, weights_only=True)["records"] for path in second.paths]
+    assert after[sharded.shard_name(0)] == before[sharded.shard_name(0)]  # untouched
+    assert after[sharded.shard_name(3)][1] == before[sharded.shard_name(3)][1]  # recomputed, identical
+    records = [atomic.torch_load(path, weights_only=True)["records"] for path in second.paths]
     assert [r["text"] for shard in records for r in shard] == [r["text"] for r in iter_records(tmp_path)]
     assert run(tmp_path, tiny_encoder_path, client).computed == []
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 from tiny_models import CHATML, make_tiny_model
 
+from toporag_lib import atomic
 from toporag_lib.config import ConfigError, parse_overrides
 from toporag_lib.generation.inputs import collate
 from toporag_lib.generation.soft_prompt import ModelConfig
@@ -181,7 +182,7 @@ def test_selection_by_validation_score_keeps_the_best_scoring_epoch(tiny_llm, ti
     trainer = Trainer(config(tiny_llm, tiny_encoder_path, epochs=3, select_by="val_score"), tmp_path, progress=False)
     trainer.train()
     assert trainer.state["best_epoch"] == 1 and trainer.state["bad_epochs"] == 1
-    best, last = torch.load(tmp_path / "best.pt", weights_only=True), trainer.model.trainable_state()
+    best, last = atomic.torch_load(tmp_path / "best.pt", weights_only=True), trainer.model.trainable_state()
     assert any(not torch.equal(best[k], last[k]) for k in best)  # the kept weights are not the last epoch's
     metrics = trainer.evaluate("test")
     assert metrics["selected_by"] == "val_score" and metrics["selected_epoch"] == 2

@@ -35,6 +35,10 @@ def parse_graph(graph: str, row: int | str = "?") -> TextualGraph:
     triples = TRIPLE.findall(graph)
     if not triples:
         raise GraphParseError(f"ExplaGraphs row {row}: no '(head; relation; tail)' triple in {graph!r}")
+    leftover = TRIPLE.sub("", graph).strip()
+    if leftover or graph.count("(") != graph.count(")"):
+        raise GraphParseError(f"ExplaGraphs row {row}: graph {graph!r} is not a sequence of whole "
+                              f"'(head; relation; tail)' triples (left over: {leftover!r}; cut off mid-triple?)")
     node_ids: dict[str, int] = {}
     edges = []
     for triple in triples:
@@ -53,11 +57,25 @@ def question_text(arg1: str, arg2: str) -> str:
     return f"Argument 1: {arg1}\nArgument 2: {arg2}\n{PROMPT}"
 
 
-def read_split(root: Path) -> dict[str, list[int]]:
-    split = {}
+def read_split(root: Path, num_rows: int) -> dict[str, list[int]]:
+    """The split files' row indices: integers in range, no row twice, no row in two splits."""
+    split: dict[str, list[int]] = {}
+    owner: dict[int, str] = {}
     for name in SPLITS:
         path = require_file(root / "split" / f"{name}_indices.txt", HOW_TO_GET)
-        split[name] = [int(line) for line in path.read_text().split()]
+        split[name] = []
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            if not line.strip():
+                continue
+            if not line.strip().isdigit() or int(line) >= num_rows:
+                raise ValueError(f"{path}, line {number}: {line!r} is not a row index of train_dev.tsv "
+                                 f"(0 to {num_rows - 1})")
+            index = int(line)
+            if index in owner:
+                where = "twice" if owner[index] == name else f"also in the {owner[index]} split"
+                raise ValueError(f"{path}, line {number}: row {index} is listed {where}")
+            owner[index] = name
+            split[name].append(index)
     return split
 
 
@@ -65,7 +83,10 @@ def load_explagraphs(root: str | Path | None = None) -> QADataset:
     """The 2,766 ExplaGraphs samples in file order, with G-Retriever's 1,659 / 553 / 554 split."""
     root = Path(root) if root is not None else BUNDLED_ROOT
     path = require_file(root / "train_dev.tsv", HOW_TO_GET)
-    table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    try:
+        table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: not a tab-separated table of arg1, arg2, label, graph ({err})") from err
     missing = {"arg1", "arg2", "label", "graph"} - set(table.columns)
     if missing:
         raise ValueError(f"{path}: missing columns {sorted(missing)}")
@@ -76,4 +97,4 @@ def load_explagraphs(root: str | Path | None = None) -> QADataset:
         graph = parse_graph(row.graph, row=f"{row.Index} of {path}")
         samples.append(QASample(id=str(row.Index), question=question_text(row.arg1, row.arg2),
                                 label=row.label, graph=graph))
-    return QADataset("explagraphs", samples, read_split(root))
+    return QADataset("explagraphs", samples, read_split(root, len(samples)))

@@ -66,8 +66,12 @@ class GQAQuestion:
 
 def read_json(path: str | Path, how_to_get: str) -> Any:
     """Load a JSON file, raising DatasetFileError (naming the file and how to get it) when it is missing."""
-    with open(require_file(Path(path), how_to_get), encoding="utf-8") as f:
-        return json.load(f)
+    path = require_file(Path(path), how_to_get)
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}: not valid JSON ({err}; truncated?)") from None
 
 
 def read_scene_graphs(path: str | Path) -> dict[str, dict]:
@@ -149,8 +153,11 @@ def node_text(obj: dict, boxes: bool = True) -> str:
 
 def scene_graph_to_graph(image_id: str, scene: dict, boxes: bool = True) -> TextualGraph:
     """One image's scene graph as G-Retriever textualizes it; ValueError on a relation to an unknown object."""
-    if "objects" not in scene:
+    if not isinstance(scene, dict) or "objects" not in scene:
         raise ValueError(f"image {image_id}: scene graph has no 'objects'")
+    if not isinstance(scene["objects"], dict):
+        raise ValueError(f"image {image_id}: 'objects' is a {type(scene['objects']).__name__}, expected an object "
+                         "id -> object mapping")
     index = object_index(scene)
     nodes, edges = [], []
     for oid, obj in scene["objects"].items():
@@ -159,7 +166,16 @@ def scene_graph_to_graph(image_id: str, scene: dict, boxes: bool = True) -> Text
             relations = obj["relations"]
         except KeyError as err:
             raise ValueError(f"image {image_id}: object {oid} lacks field {err}") from None
-        for rel in relations:
+        except TypeError:
+            raise ValueError(f"image {image_id}: object {oid} is a {type(obj).__name__}, expected an object with "
+                             "name, attributes, relations") from None
+        if not isinstance(relations, list):
+            raise ValueError(f"image {image_id}: object {oid}'s 'relations' is a {type(relations).__name__}, "
+                             "expected a list")
+        for k, rel in enumerate(relations):
+            lacking = [f for f in ("name", "object") if not isinstance(rel, dict) or f not in rel]
+            if lacking:
+                raise ValueError(f"image {image_id}: object {oid}, relation {k} lacks {lacking}: {rel!r}")
             dst = index.get(str(rel["object"]))
             if dst is None:
                 raise ValueError(f"image {image_id}: object {oid} has relation {rel['name']!r} to unknown "

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from toporag_lib.data.dataset import DatasetFileError, QADataset
@@ -60,10 +61,26 @@ def build_graph(triples: Any, where: str) -> TextualGraph:
     return TextualGraph(nodes=list(node_ids), edges=edges)
 
 
-def to_sample(record: dict[str, Any], where: str) -> QASample:
+LIST_FIELDS = ("answer", "q_entity", "a_entity", "graph")
+
+
+def check_record(record: Any, where: str) -> dict[str, Any]:
+    """A record is an object with every field; the list fields are lists (a string is refused, never split)."""
+    if not isinstance(record, dict):
+        raise ValueError(f"{where}: a record must be a JSON object, got {type(record).__name__}")
     missing = [f for f in FIELDS if f not in record]
     if missing:
         raise ValueError(f"{where}: record lacks {missing}")
+    for name in LIST_FIELDS:
+        value = record[name]
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, np.ndarray)):
+            raise ValueError(f"{where}: field {name!r} is {type(value).__name__} {str(value)[:60]!r}, expected a "
+                             "list")
+    return record
+
+
+def to_sample(record: dict[str, Any], where: str) -> QASample:
+    record = check_record(record, where)
     graph = build_graph(record["graph"], where)
     answers = [str(a) for a in record["answer"]]
     a_entities = {str(a).lower() for a in record["a_entity"]}
@@ -85,8 +102,8 @@ def load_webqsp(root: str | Path) -> QADataset:
     for rog_name, name in ROG_SPLITS.items():
         for path in split_files(root, rog_name):
             for k, record in enumerate(read_records(path)):
-                where = f"{path}, record {k} (id {record.get('id', '?')})"
-                if len(record.get("graph", [])) == 0:
+                where = f"{path}, record {k}" + (f" (id {record.get('id', '?')})" if isinstance(record, dict) else "")
+                if len(check_record(record, where)["graph"]) == 0:
                     dropped.append(where)
                     continue
                 split[name].append(len(samples))

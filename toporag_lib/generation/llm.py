@@ -19,6 +19,7 @@ kernels' rounding, which moves SmolLM2's per-sample loss by up to ~0.1).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ SOFT_TOKEN = -1  # marks soft-prompt positions in `PromptBatch.token_ids`
 USER_PLACEHOLDER = "\u27e6toporag-user-content\u27e7"
 ANSWER_PLACEHOLDER = "\u27e6toporag-answer\u27e7"
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.safetensors.index.json", "*.bin.index.json")
+CAUSAL_LM_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -46,7 +48,7 @@ WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.safetensors.index.json", "*.bin.
 
 
 def check_model_dir(path: Path) -> None:
-    """Raise FileNotFoundError unless `path` looks like a Hugging Face causal-LM folder."""
+    """Raise FileNotFoundError or ValueError unless `path` looks like a Hugging Face causal-LM folder."""
     expected = ("expected a Hugging Face causal-LM folder with config.json, the weights (*.safetensors or *.bin) "
                 "and the tokenizer files; load_llm(None) uses the bundled SmolLM2-135M-Instruct")
     if not path.is_dir():
@@ -55,6 +57,15 @@ def check_model_dir(path: Path) -> None:
         raise FileNotFoundError(f"{path} has no config.json: {expected}")
     if not any(any(path.glob(pattern)) for pattern in WEIGHT_PATTERNS):
         raise FileNotFoundError(f"{path} has no weight files: {expected}")
+    if (path / "modules.json").is_file():
+        raise ValueError(f"{path} is a sentence-transformers folder (it has modules.json), not an LLM: {expected}")
+    try:
+        architectures = json.loads((path / "config.json").read_text()).get("architectures") or []
+    except (json.JSONDecodeError, AttributeError) as err:
+        raise ValueError(f"{path / 'config.json'} is not a JSON object: {err}") from err
+    if architectures and not any(a.endswith(CAUSAL_LM_SUFFIXES) for a in architectures):
+        raise ValueError(f"{path / 'config.json'}: architectures {architectures} has no causal LM "
+                         f"(a name ending in {' or '.join(CAUSAL_LM_SUFFIXES)}): {expected}")
 
 
 def load_llm(path: str | Path | None = None, dtype: torch.dtype = torch.bfloat16, device: str = "cpu",

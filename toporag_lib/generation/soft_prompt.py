@@ -26,7 +26,7 @@ from toporag_lib.generation.llm import (
     load_trainable_state,
     trainable_state,
 )
-from toporag_lib.nn.encoders import build_encoder
+from toporag_lib.nn.encoders import ENCODERS, build_encoder
 
 
 @dataclass
@@ -42,6 +42,18 @@ class ModelConfig:
     lora_r: int = 8
     lora_alpha: int = 16
     lora_dropout: float = 0.05
+
+    def __post_init__(self) -> None:
+        if self.encoder is not None and self.encoder not in ENCODERS:
+            raise ValueError(f"ModelConfig.encoder={self.encoder!r}: expected one of {sorted(ENCODERS)} or None")
+        for name in ("hidden_dim", "num_layers", "num_soft_tokens", "projector_hidden", "lora_r", "lora_alpha"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"ModelConfig.{name}={getattr(self, name)!r}: expected a positive int")
+        if self.virtual_tokens < 0:
+            raise ValueError(f"ModelConfig.virtual_tokens={self.virtual_tokens!r}: expected an int >= 0")
+        for name in ("dropout", "lora_dropout"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"ModelConfig.{name}={getattr(self, name)!r}: expected a number in [0, 1)")
 
     def to_dict(self) -> dict:
         return asdict(self)

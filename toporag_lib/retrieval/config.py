@@ -6,8 +6,11 @@ the keyword arguments of `retrieve` for its method, the parameters the method do
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
+
+import numpy as np
 
 from toporag_lib.data.registry import dataset_spec
 from toporag_lib.retrieval.toporag import CELL_COSTS, CELL_RANKS, CELLS, PRIZES
@@ -51,6 +54,15 @@ class RetrievalConfig:
                               ("cell_cost", CELL_COSTS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"RetrievalConfig.{name}={getattr(self, name)!r}: expected one of {list(allowed)}")
+        for name in ("k0", "k1", "k2", "hops"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValueError(f"RetrievalConfig.{name}={value!r}: expected an int >= 0")
+        for name in ("c2", "cost_e"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not math.isfinite(value) \
+                    or value < 0:
+                raise ValueError(f"RetrievalConfig.{name}={value!r}: expected a finite number >= 0")
 
     def kwargs(self) -> dict[str, Any]:
         """`retrieve`'s keyword arguments: the method and the parameters it reads."""

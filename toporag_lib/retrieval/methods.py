@@ -36,6 +36,16 @@ RETRIEVERS = {"toporag": toporag_retrieval, "gretriever": baselines.gretriever,
               "kaping": baselines.kaping}
 
 
+def check_query(q_emb: torch.Tensor | np.ndarray, dim: int) -> None:
+    """A query embedding is one finite vector of the cells' feature size."""
+    shape = tuple(q_emb.shape)
+    if shape != (dim,) and shape != (1, dim):
+        raise ValueError(f"query embedding of shape {shape}: expected ({dim},), the cells' feature size")
+    finite = torch.isfinite(q_emb).all() if isinstance(q_emb, torch.Tensor) else np.isfinite(q_emb).all()
+    if not finite:
+        raise ValueError("query embedding has non-finite values (NaN or inf)")
+
+
 def retrieve(cc: CellComplex, q_emb: torch.Tensor | np.ndarray, method: str = "toporag", **params: Any) -> Subcomplex:
     """Retrieve a subcomplex of `cc` for the query embedding `q_emb` with `method` (see the module docstring);
     parameters not given take `RetrievalConfig`'s defaults."""
@@ -46,7 +56,8 @@ def retrieve(cc: CellComplex, q_emb: torch.Tensor | np.ndarray, method: str = "t
         raise TypeError(f"retrieval method {method!r} takes {list(METHOD_PARAMS[method])}, not {sorted(unknown)}")
     if cc.z0 is None or cc.z1 is None:
         raise ValueError("the cell complex has no features: lift(graph, node_emb, edge_emb) first")
-    params = {**RetrievalConfig(method).kwargs(), **params}
+    check_query(q_emb, cc.z0.shape[1])
+    params = RetrievalConfig(method, **params).kwargs()  # checks every value
     del params["method"]
     sub = RETRIEVERS[method](cc, q_emb, **params)
     return Subcomplex(*closure(cc, sub.nodes, sub.edges, sub.cells2), method=method, params=params)

@@ -228,12 +228,16 @@ HEADLINE_END = "<!-- /headline -->"
 
 
 def headline(results: str | Path) -> str:
-    """The README's headline table: the methods' (Table 1's, not the ablations') ledger rows of the newest commit that
-    finished a run (everything else is in `results/README.md`'s Table 1), means over seeds, with n and hardware."""
+    """The README's headline table: the methods' (Table 1's, not the ablations') ledger rows on full splits, and on
+    subsets those of the newest commit that finished a run (everything else is in `results/README.md`'s Table 1),
+    means over seeds, with n and hardware."""
     records = [r for r in read_ledger(Path(results) / "runs") if r["name"] in PRESETS]
-    if records:
-        newest = max(records, key=lambda r: r["finished"])["commit"]
-        records = [r for r in records if r["commit"] == newest]
+    full = [r for r in records if all(v is None for v in r["config"]["limits"].values())]
+    subsets = [r for r in records if r not in full]
+    if subsets:
+        newest = max(subsets, key=lambda r: r["finished"])["commit"]
+        subsets = [r for r in subsets if r["commit"] == newest]
+    records = full + subsets
     table = ledger_table(records)
     if table.empty:
         return "_No run in the ledger yet._"

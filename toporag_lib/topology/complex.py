@@ -244,6 +244,10 @@ def _check_features(cc: CellComplex, node_emb: Tensor | None, edge_emb: Tensor |
     if node_emb.shape[0] != cc.num_cells(0) or edge_emb.shape[0] != cc.num_cells(1):
         raise ValueError(f"expected {cc.num_cells(0)} node rows and {cc.num_cells(1)} edge rows, got "
                          f"{node_emb.shape[0]} and {edge_emb.shape[0]}")
+    for name, emb in (("node_emb", node_emb), ("edge_emb", edge_emb)):
+        bad = (~torch.isfinite(emb)).any(dim=1).nonzero().flatten().tolist()
+        if bad:
+            raise ValueError(f"{name} has non-finite values (NaN or inf) in {len(bad)} rows, e.g. row {bad[0]}")
 
 
 def _check_dim(dim: int, allowed: tuple[int, ...]) -> int:

@@ -39,7 +39,6 @@ import hashlib
 import json
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -64,7 +63,6 @@ from toporag_lib.training.preprocess import PreparedDataset
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
-MANIFEST_INTERVAL_S = 5.0  # the driver records finished shards at most this often (and when it stops)
 
 __all__ = ["ShardConfigError", "ShardSampleError", "ShardIndex", "preprocess_sharded", "iter_records",
            "iter_examples", "shard_name"]
@@ -150,7 +148,7 @@ def iter_records(out_dir: str | Path) -> Iterator[dict[str, Any]]:
         raise ShardConfigError(f"{out} is unfinished: {len(missing)} of {total} shards missing (first: "
                                f"{shard_name(missing[0])}); run preprocess_sharded again to finish it")
     for k in range(total):
-        payload = torch.load(out / shard_name(k), weights_only=True)
+        payload = atomic.torch_load(out / shard_name(k), weights_only=True)
         if payload["fingerprint"] != manifest["fingerprint"]:
             raise ShardConfigError(f"{out / shard_name(k)} belongs to another job than {out / MANIFEST}")
         yield from payload["records"]
@@ -197,24 +195,22 @@ def _open_manifest(out: Path, config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _finished(out: Path, manifest: dict[str, Any], shard: int) -> bool:
-    return shard_name(shard) in manifest["shards"] and (out / shard_name(shard)).exists()
+    """Recorded in the manifest, and its file is whole (a truncated or damaged shard is computed again)."""
+    return shard_name(shard) in manifest["shards"] and atomic.is_intact(out / shard_name(shard))
 
 
 def _run(job: ShardJob, todo: list[int], manifest: dict[str, Any], client: Any, progress: bool) -> None:
-    """Compute the shards in `todo`, recording each finished one in the manifest (every few seconds and at exit)."""
+    """Compute the shards in `todo`, recording each finished one in the manifest as it finishes."""
     for k in todo:
         manifest["shards"].pop(shard_name(k), None)
     total = _num_shards(manifest["config"])
     bar = tqdm(total=total, initial=total - len(todo), desc=f"shards ({job.dataset})", unit="shard",
                disable=not progress)
-    written = time.monotonic()
     try:
         for name, count in _as_completed([dask.delayed(_process_shard)(job, k) for k in todo], client):
             manifest["shards"][name] = count
             bar.update()
-            if time.monotonic() - written >= MANIFEST_INTERVAL_S:
-                _write_manifest(Path(job.out_dir), manifest)
-                written = time.monotonic()
+            _write_manifest(Path(job.out_dir), manifest)
     finally:
         _write_manifest(Path(job.out_dir), manifest)
         bar.close()

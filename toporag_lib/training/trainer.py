@@ -7,6 +7,10 @@ killed mid-epoch resumes where it stopped and ends with the same weights as an u
 in its output folder: `config.json`, `history.csv` (loss per step, validation loss and score per epoch),
 `predictions_<split>.jsonl`, `metrics_<split>.json`. The command line (`python -m toporag_lib.training`) also
 records the run in the results ledger (`training.ledger`).
+
+Nothing damaged or empty passes: the model folders are checked before the dataset is prepared, an empty training
+or test split is refused, a non-finite loss stops the run with its step, and a checkpoint or `best.pt` that fails
+its checksum is refused by path (`atomic.torch_load`). Checkpoints keep the CUDA random states too.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from toporag_lib.data.registry import dataset_spec, load_dataset, metric_for
 from toporag_lib.embed import TextEncoder
 from toporag_lib.generation.factory import build_model
 from toporag_lib.generation.inputs import Example, collate
+from toporag_lib.generation.llm import check_model_dir
 from toporag_lib.seeding import seed_everything
 from toporag_lib.training import data_parallel
 from toporag_lib.training.config import TrainConfig
@@ -163,6 +168,26 @@ def check_resumable(saved: dict[str, Any], current: dict[str, Any], folder: Path
                          "extended")
 
 
+def check_inputs_exist(config: TrainConfig) -> None:
+    """The LLM and sentence-encoder folders the config names are what they should be (named errors, no loading)."""
+    if config.llm_path is not None:
+        check_model_dir(Path(config.llm_path))
+    if config.encoder_path is not None:
+        folder = Path(config.encoder_path)
+        if not (folder / "modules.json").is_file() and not (folder / "config.json").is_file():
+            raise FileNotFoundError(f"TrainConfig.encoder_path={config.encoder_path!r} is not a sentence-transformers "
+                                    "model folder (no modules.json or config.json)")
+
+
+def check_enough_examples(examples: dict[str, list[Example]], config: TrainConfig) -> None:
+    """A run needs test questions, and training questions when it trains: refuse an empty split by name."""
+    needed = ("train", "test") if config.train else ("test",)
+    empty = [split for split in needed if not examples[split]]
+    if empty:
+        raise ValueError(f"dataset {config.dataset!r} has no {' and no '.join(empty)} questions left under "
+                         f"limits={config.limits} (were they all dropped?): nothing to learn or score")
+
+
 class Trainer:
     """One run: build, train with checkpoints and early stopping, evaluate the best weights on test."""
 
@@ -175,9 +200,12 @@ class Trainer:
             check_resumable(json.loads((self.out / "config.json").read_text()), config.to_dict(), self.out)
         if self.main:
             self.out.mkdir(parents=True, exist_ok=True)
+            atomic.remove_stale_temporaries(self.out)  # left by checkpoint writes of a killed run
             atomic.write_text(self.out / "config.json", json.dumps(config.to_dict(), indent=1))
+        check_inputs_exist(config)  # before the dataset is embedded, lifted and retrieved
         seed_everything(config.seed)
         self.examples, in_dim = make_examples(config, self.progress)
+        check_enough_examples(self.examples, config)
         self.model = build_model(config.engine, config.model, in_dim, llm_path=config.llm_path,
                                  llm_dtype=config.llm_dtype, device=self.device, seed=config.seed)
         self.steps_per_epoch = math.ceil(len(self.examples["train"]) / config.batch_size)
@@ -194,20 +222,26 @@ class Trainer:
     def save_checkpoint(self) -> None:
         if not self.main:
             return
+        cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
         atomic.torch_save({"model": self.model.trainable_state(), "optimizer": self.optimizer.state_dict(),
                            "scheduler": self.scheduler.state_dict(), "state": self.state,
-                           "rng": torch.get_rng_state()}, self.checkpoint_path)
+                           "rng": torch.get_rng_state(), "cuda_rng": cuda_rng}, self.checkpoint_path)
 
     def resume(self) -> bool:
         """Load the last checkpoint if there is one; True when it did."""
         if not self.checkpoint_path.exists():
             return False
-        saved = torch.load(self.checkpoint_path, weights_only=False)
+        try:
+            saved = atomic.torch_load(self.checkpoint_path, weights_only=False)
+        except atomic.DamagedFileError as err:
+            raise atomic.DamagedFileError(f"{err}: delete it to restart this run from its beginning") from err
         self.model.load_trainable_state(saved["model"])
         self.optimizer.load_state_dict(saved["optimizer"])
         self.scheduler.load_state_dict(saved["scheduler"])
         self.state = saved["state"]
         torch.set_rng_state(saved["rng"])
+        if saved.get("cuda_rng") and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(saved["cuda_rng"])
         stopped_early = self.state["bad_epochs"] >= self.config.patience
         if self.state["done"] and not stopped_early and self.state["epoch"] < self.config.epochs:
             self.state["done"] = False  # a finished run given more epochs (check_resumable allowed it)
@@ -230,6 +264,9 @@ class Trainer:
                 start = time.perf_counter()
                 loss = self.step(order[step * config.batch_size:(step + 1) * config.batch_size])
                 seconds = time.perf_counter() - start
+                if not torch.isfinite(loss):
+                    raise FloatingPointError(f"{self.out}: the training loss is {loss.item()} at epoch {epoch + 1}, "
+                                             f"step {step + 1}: the run stops (check the embeddings and lr={config.lr})")
                 self.state["history"].append({"epoch": epoch, "step": step, "loss": loss.item(),
                                               "seconds": seconds, "val_loss": None, "val_score": None})
                 self.state["step"] += 1
@@ -282,7 +319,7 @@ class Trainer:
         if not self.main:
             return {}
         if (self.out / "best.pt").exists():
-            self.model.load_trainable_state(torch.load(self.out / "best.pt", weights_only=True))
+            self.model.load_trainable_state(atomic.torch_load(self.out / "best.pt", weights_only=True))
         records = predict(self.model, self.examples[split], self.config, self.progress)
         write_predictions(self.out / f"predictions_{split}.jsonl", records)
         preds, labels = [r["pred"] for r in records], [r["label"] for r in records]
