@@ -58,7 +58,7 @@ def test_a_truncated_checkpoint_or_best_weights_is_refused_by_path(tiny_llm, tin
         trainer.evaluate()
 
 
-@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\(\)`")
+@pytest.mark.filterwarnings(r"ignore:Detected call of `lr_scheduler.step\(\)`")
 def test_a_nan_loss_stops_the_run_with_its_step(tiny_llm, tiny_encoder_path, tmp_path, monkeypatch):
     monkeypatch.setattr(trainer_module, "train_step", lambda *args: torch.tensor(math.nan))
     trainer = Trainer(config(tiny_llm, tiny_encoder_path), tmp_path, progress=False)
