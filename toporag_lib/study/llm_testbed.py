@@ -12,7 +12,7 @@ mid-epoch resumes from its last checkpoint when the command is run again, and a 
 Each process trains on one torch thread (two processes on two cores). An epoch over the 1,800 training questions
 with the bundled 135M LLM takes one to two hours per core; the full list is about a day on two cores.
 
-`full_split_table` and `paired_by_seed` read the finished runs back from the ledger (notebook 05).
+`report.full_split_table` and `paired_by_seed` read the finished runs back from the ledger (notebook 05).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from toporag_lib.study.experiments import (
     run_cached,
     variant_config,
 )
-from toporag_lib.study.report import ledger_table
+from toporag_lib.study.report import full_split_records
 from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import COMMAND_ENV
 from toporag_lib.training.paired import paired_comparison
@@ -72,26 +72,11 @@ def is_done(job: Job, runs_dir: Path = RUNS_DIR) -> bool:
     return any((runs_dir / job.dataset).glob(f"*-{config_digest(job.config())}/metrics_test.json"))
 
 
-def full_split_records(records: list[dict[str, Any]], dataset: str = DATASET) -> list[dict[str, Any]]:
-    """The ledger records of runs on the dataset with its default options (for the testbed: 1,000 images), every
-    split whole."""
-    default = TrainConfig(dataset=dataset)
-    return [r for r in records if r["config"]["dataset"] == dataset
-            and r["config"]["dataset_options"] == default.dataset_options
-            and all(v is None for v in r["config"]["limits"].values())]
-
-
-def full_split_table(records: list[dict[str, Any]], dataset: str = DATASET) -> pd.DataFrame:
-    """`report.ledger_table` of the full-split runs: per method, mean and std over seeds of the score and of each
-    family's accuracy, the majority-answer baseline, n and seeds."""
-    return ledger_table(full_split_records(records, dataset))
-
-
 def paired_by_seed(records: list[dict[str, Any]], a: str = "TopoRAG", b: str = "G-Retriever",
                    family: str | None = "loop") -> pd.DataFrame:
     """For every seed that both methods ran on the full split: McNemar's exact test of a against b on the family's
     test questions (all questions when `family` is None)."""
-    runs = {(r["name"], r["config"]["seed"]): r for r in full_split_records(records)}
+    runs = {(r["name"], r["config"]["seed"]): r for r in full_split_records(records, DATASET)}
     rows = []
     for seed in sorted({seed for name, seed in runs if name == a} & {seed for name, seed in runs if name == b}):
         chosen = [[p for p in runs[(m, seed)]["predictions"] if family is None or p.get("family") == family]
