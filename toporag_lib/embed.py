@@ -142,15 +142,19 @@ def one_torch_thread() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
+def check_encoder_dir(path: Path) -> None:
+    """Raise FileNotFoundError unless `path` looks like a sentence-transformers model folder."""
+    if not (path / "modules.json").exists() and not (path / "config.json").exists():
+        raise FileNotFoundError(f"{path} is not a sentence-transformers model folder (no modules.json or config.json)")
+
+
 class TextEncoder:
     """Sentence encoder with a disk cache; the model itself loads only when a text is not cached."""
 
     def __init__(self, model_path: str | Path | None = None, *, device: str = "cpu", batch_size: int | None = None,
                  cache: str | Path | None = None, progress: bool = True):
         self.model_path = Path(model_path) if model_path is not None else default_encoder_path()
-        if not (self.model_path / "modules.json").exists() and not (self.model_path / "config.json").exists():
-            raise FileNotFoundError(f"{self.model_path} is not a sentence-transformers model folder "
-                                    "(no modules.json or config.json)")
+        check_encoder_dir(self.model_path)
         self.device, self.batch_size, self.progress = device, batch_size, progress
         self.identity = model_identity(self.model_path)
         root = Path(cache) if cache is not None else cache_dir() / "embeddings"

@@ -89,7 +89,7 @@ def test_wrong_model_folders_are_refused_before_any_preprocessing(tiny_llm, tiny
         Trainer(config(tiny_llm, tiny_encoder_path, llm_path=str(tiny_encoder_path)), tmp_path / "b")
     encoder_config = json.loads((tiny_llm / "config.json").read_text())
     assert any(a.endswith("ForCausalLM") for a in encoder_config["architectures"])
-    with pytest.raises(FileNotFoundError, match="encoder_path=.*not a sentence-transformers model folder"):
+    with pytest.raises(FileNotFoundError, match="not a sentence-transformers model folder"):
         Trainer(config(tiny_llm, tiny_encoder_path, encoder_path=str(tmp_path)), tmp_path / "c")
 
 

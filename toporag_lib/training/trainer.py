@@ -33,7 +33,7 @@ from transformers import (
 from toporag_lib import atomic
 from toporag_lib.data.metrics import per_family_accuracy
 from toporag_lib.data.registry import dataset_spec, load_dataset, metric_for
-from toporag_lib.embed import TextEncoder
+from toporag_lib.embed import TextEncoder, check_encoder_dir
 from toporag_lib.generation.factory import build_model
 from toporag_lib.generation.inputs import Example, collate
 from toporag_lib.generation.llm import check_model_dir
@@ -173,10 +173,7 @@ def check_inputs_exist(config: TrainConfig) -> None:
     if config.llm_path is not None:
         check_model_dir(Path(config.llm_path))
     if config.encoder_path is not None:
-        folder = Path(config.encoder_path)
-        if not (folder / "modules.json").is_file() and not (folder / "config.json").is_file():
-            raise FileNotFoundError(f"TrainConfig.encoder_path={config.encoder_path!r} is not a sentence-transformers "
-                                    "model folder (no modules.json or config.json)")
+        check_encoder_dir(Path(config.encoder_path))
 
 
 def check_enough_examples(examples: dict[str, list[Example]], config: TrainConfig) -> None:
