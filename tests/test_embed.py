@@ -2,7 +2,14 @@ import pytest
 import torch
 
 from toporag_lib.data.graph import TextualGraph
-from toporag_lib.embed import EmbeddingCache, TextEncoder, embed_graphs, model_identity
+from toporag_lib.embed import (
+    EmbeddingCache,
+    TextEncoder,
+    embed_graphs,
+    length_batches,
+    model_identity,
+    rows_per_batch,
+)
 
 
 def test_encodes_and_reads_back_from_cache(tiny_encoder_path, tmp_path):
@@ -46,12 +53,53 @@ def test_texts_are_encoded_on_one_thread_whatever_the_callers_count(tiny_encoder
         torch.set_num_threads(before)
     assert seen == [1, 1]  # a vector cached by a one-core training run equals one cached by a two-core notebook
 
-def test_batched_encoding_keeps_its_own_cache(tiny_encoder_path, tmp_path):
-    single = TextEncoder(tiny_encoder_path, cache=tmp_path, progress=False)
+def test_each_batching_keeps_its_own_cache(tiny_encoder_path, tmp_path):
+    single = TextEncoder(tiny_encoder_path, cache=tmp_path, batching="single", progress=False)
     single.encode(["a cat"])
-    batched = TextEncoder(tiny_encoder_path, cache=tmp_path, batch_size=64, progress=False)
-    assert len(batched.cache) == 0  # vectors made one at a time are not mixed with batched ones
-    assert torch.allclose(batched.encode(["a cat"]), single.encode(["a cat"]), atol=1e-6)
+    for batching in ("length", 64):
+        batched = TextEncoder(tiny_encoder_path, cache=tmp_path, batching=batching, progress=False)
+        assert len(batched.cache) == 0  # vectors made one at a time are not mixed with batched ones
+        assert torch.allclose(batched.encode(["a cat"]), single.encode(["a cat"]), atol=1e-6)
+
+
+@pytest.mark.parametrize("batching", ["lengths", 0, True, 2.5])
+def test_unknown_batching_is_refused(tiny_encoder_path, tmp_path, batching):
+    with pytest.raises(ValueError, match="batching="):
+        TextEncoder(tiny_encoder_path, cache=tmp_path, batching=batching, progress=False)
+
+
+def test_length_batches_have_one_token_count_and_a_fixed_size():
+    lengths = [5, 3, 5, 9, 5, 3, 200]
+    batches = length_batches(lengths)
+    assert sorted(p for batch in batches for p in batch) == list(range(len(lengths)))
+    for batch in batches:
+        assert len({lengths[p] for p in batch}) == 1
+        assert len(batch) <= rows_per_batch(lengths[batch[0]])
+    assert rows_per_batch(3) == 64 and rows_per_batch(200) == 4096 // 200 and rows_per_batch(10_000) == 1
+
+
+SENTENCES = [f"{colour} {thing} {where}" for colour in ("a red", "the small green", "one")
+             for thing in ("cup", "wooden table near the window", "cat")
+             for where in ("", "on the shelf", "to the left of the big sofa in the room")]
+
+
+def test_length_batching_gives_each_text_the_same_vector_whatever_its_companions(tiny_encoder_path, tmp_path):
+    encoder = TextEncoder(tiny_encoder_path, cache=tmp_path / "all", progress=False)
+    together = encoder.encode(SENTENCES)
+    lengths = encoder.token_counts(SENTENCES)
+    assert len(set(lengths)) > 3 and max(lengths.count(n) for n in set(lengths)) > 1  # real batches
+    reversed_ = TextEncoder(tiny_encoder_path, cache=tmp_path / "rev", progress=False).encode(SENTENCES[::-1])
+    assert torch.equal(reversed_.flip(0), together)  # other positions in the batch
+    alone = TextEncoder(tiny_encoder_path, cache=tmp_path / "alone", progress=False)
+    for i in (0, 7, 13, 26):
+        assert torch.equal(alone.encode([SENTENCES[i]])[0], together[i])  # other companions (copies of itself)
+
+
+def test_length_batching_stays_within_rounding_of_one_at_a_time(tiny_encoder_path, tmp_path):
+    single = TextEncoder(tiny_encoder_path, cache=tmp_path / "single", batching="single", progress=False)
+    length = TextEncoder(tiny_encoder_path, cache=tmp_path / "length", progress=False)
+    texts = SENTENCES + ["cat", "cup", "shelf"]
+    assert torch.allclose(length.encode(texts), single.encode(texts), rtol=0, atol=1e-6)
 
 
 def test_empty_input(tiny_encoder_path, tmp_path):
@@ -130,3 +178,17 @@ def test_bundled_minilm_embeds_meaningfully(tmp_path):
     cat, kitten, car = encoder.encode(["a cat", "a kitten", "a truck"])
     assert encoder.dim == 384
     assert torch.dot(cat, kitten) > torch.dot(cat, car)
+
+
+@pytest.mark.realmodel
+def test_bundled_minilm_length_batching_keeps_vectors_a_function_of_their_text(tmp_path):
+    """The bundled encoder: "length" vectors do not depend on companions, and stay within 1e-6 of one-at-a-time."""
+    from toporag_lib.data import load_dataset
+
+    graphs = load_dataset("synthetic_scenes").graphs[:3]
+    texts = sorted({t for g in graphs for t in [*g.nodes, *g.edge_texts, *g.triples()]}) + SENTENCES
+    together = TextEncoder(cache=tmp_path / "length", progress=False).encode(texts)
+    alone = TextEncoder(cache=tmp_path / "alone", progress=False)
+    assert all(torch.equal(alone.encode([texts[i]])[0], together[i]) for i in range(0, len(texts), 7))
+    single = TextEncoder(cache=tmp_path / "single", batching="single", progress=False).encode(texts)
+    assert torch.allclose(together, single, rtol=0, atol=1e-6)

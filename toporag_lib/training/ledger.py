@@ -36,8 +36,22 @@ def read_predictions(path: str | Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
+# Config keys added after runs were recorded, each with the value that does what the code did before the key
+# existed. A config holding that value hashes as if the key were absent, so finished runs keep their record ids and
+# interrupted ones resume; any other value makes a new run.
+# Records without such a key ran with that value.
+LATER_KEYS: dict[tuple[str, ...], Any] = {("model", "virtual_init"): None, ("embedding_batching",): "single"}
+
+
 def config_digest(config: dict[str, Any]) -> str:
-    """A short hash of a config dict (key order does not matter)."""
+    """A short hash of a config dict (key order does not matter; `LATER_KEYS` at their old value are left out)."""
+    config = json.loads(json.dumps(config))
+    for *parents, key in LATER_KEYS:
+        holder = config
+        for name in parents:
+            holder = holder.get(name) if isinstance(holder, dict) else None
+        if isinstance(holder, dict) and key in holder and holder[key] == LATER_KEYS[(*parents, key)]:
+            del holder[key]
     return hashlib.sha1(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]
 
 

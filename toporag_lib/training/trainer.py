@@ -61,8 +61,9 @@ def make_examples(config: TrainConfig, progress: bool = True) -> tuple[dict[str,
     splits = {name: limited(dataset.split[name], getattr(config.limits, name), config.seed) for name in dataset.split}
     keep = sorted({i for ids in splits.values() for i in ids})
     position = {old: new for new, old in enumerate(keep)}
-    prepared = prepare(dataset.take(keep), TextEncoder(config.encoder_path, progress=progress), progress=progress,
-                       edge_text=config.edge_text, **config.lift.to_dict())
+    encoder = TextEncoder(config.encoder_path, batching=config.embedding_batching, progress=progress)
+    prepared = prepare(dataset.take(keep), encoder, progress=progress, edge_text=config.edge_text,
+                       **config.lift.to_dict())
     examples = {name: build_examples(prepared, [position[i] for i in ids], config.retrieval, config.graph_text,
                                      config.question_suffix, progress=progress) for name, ids in splits.items()}
     return examples, prepared.queries.shape[1]
