@@ -19,6 +19,7 @@ from toporag_lib.data.metrics import (
     normalize,
     per_family_accuracy,
     scenegraphs_accuracy,
+    webqsp_hit_at_1,
     webqsp_metrics,
 )
 from toporag_lib.data.registry import correct_for, metric_for
@@ -203,6 +204,14 @@ def test_webqsp_values_by_hand():
     assert webqsp_metrics([""], ["france"]) == {"hit": 0.0, "accuracy": 0.0, "precision": 0.0, "recall": 0.0,
                                                 "f1": 0.0}
     assert normalize("  The Eiffel-Tower, a landmark!  ") == "eiffeltower landmark"
+
+
+def test_webqsp_hit_at_1_reads_the_first_answer_only():
+    predictions = ["Lyon|Paris", "paris|lyon", "\n The Paris.\nLyon", "Paris is the capital", ""]
+    labels = ["paris|marseille"] * 5
+    assert [webqsp_hit_at_1([p], [y]) for p, y in zip(predictions, labels)] == [0.0, 1.0, 1.0, 0.0, 0.0]
+    assert webqsp_metrics(predictions[:1], labels[:1])["hit"] == 1.0  # G-Retriever's Hit counts it; Hit@1 does not
+    assert metric_for("webqsp") is not webqsp_hit_at_1
 
 
 def test_webqsp_batch_matches_reference():

@@ -9,7 +9,9 @@
   normalised (lower-case, punctuation removed, the words a/an/the replaced by a space, white space collapsed) and a
   gold answer matches when it is a substring of the prediction's lines joined by spaces. Hit: any gold answer
   matches; accuracy: the share of gold answers that match; precision: matches / number of prediction lines;
-  recall: matches / number of gold answers; F1 of those two.
+  recall: matches / number of gold answers; F1 of those two. Hit@1 (the KGQA literature's, e.g. GNN-RAG's, not
+  G-Retriever's): the first non-empty prediction line, normalised, equals a normalised gold answer. The field uses
+  "Hit" for both; they are reported side by side.
 
 All scores are fractions in [0, 1] (G-Retriever prints WebQSP's as percentages). Which metric belongs to which
 dataset is `toporag_lib.data.registry`'s.
@@ -111,6 +113,18 @@ def webqsp_metrics(predictions: Sequence[str], labels: Sequence[str]) -> dict[st
 
 def webqsp_hit(predictions: Sequence[str], labels: Sequence[str]) -> float:
     return webqsp_metrics(predictions, labels)["hit"]
+
+
+def webqsp_hit_at_1_correct(prediction: str, label: str) -> bool:
+    """Hit@1: the first predicted answer (first non-empty line, "|" separating answers too) is a gold answer."""
+    lines = [normalize(line) for line in prediction.replace("|", "\n").split("\n")]
+    first = next((line for line in lines if line), None)
+    return first is not None and first in {normalize(gold) for gold in label.split("|")}
+
+
+def webqsp_hit_at_1(predictions: Sequence[str], labels: Sequence[str]) -> float:
+    _check(predictions, labels)
+    return _mean([float(webqsp_hit_at_1_correct(p, y)) for p, y in zip(predictions, labels)])
 
 
 def webqsp_correct(prediction: str, label: str) -> bool:

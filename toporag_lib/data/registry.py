@@ -6,7 +6,7 @@ which retrieval its questions get by default, and what the paper reports about i
 | `explagraphs` | `root=` (default: bundled) | G-Retriever's, shipped | first class word | whole graph |
 | `scenegraphs` | `root=`, `questions=`, `scene_graphs=` | official GQA files, local | `label in prediction` | TopoRAG |
 | `gqa_fixtures` | none | 7 real GQA scene graphs, shipped | `label in prediction` | TopoRAG |
-| `webqsp` | `root=` | RoG-webqsp, local | Hit | TopoRAG, k1 = 3 |
+| `webqsp` | `root=` | RoG-webqsp, local | Hit (Hit@1) | TopoRAG, k1 = 3 |
 | `synthetic_scenes` | `num_images=`, `questions_per_image=`, `seed=`, `version=` | ours | exact match | TopoRAG |
 
 Retrieval defaults are overrides of `toporag_lib.retrieval.RetrievalConfig`'s (the paper's top-k, section 5.1,
@@ -39,6 +39,7 @@ class DatasetSpec:
     secondary: dict[str, metrics.Metric] = field(default_factory=dict)  # reported beside the metric
     lift: dict[str, Any] = field(default_factory=dict)  # overrides of `topology.LiftConfig`'s defaults
     edge_text: str = "relation"  # what an edge's feature embeds (`embed.embed_graphs`)
+    task_prompt: str = "Please answer the given question."  # G-Retriever's `dataset.prompt` (prompt tuning's init)
 
     def load_function(self) -> Callable[..., QADataset]:
         """The loader itself (its module is imported on first use)."""
@@ -57,15 +58,19 @@ _SCENES = {"metric": metrics.scenegraphs_accuracy, "correct": metrics.scenegraph
 TESTBED_RETRIEVAL = {"k1": 8, "cells": "all"}
 TESTBED_LIFT = {"basis": "minimum", "parallel": "ignore"}
 
+EXPLAGRAPHS_TASK = ("Question: Do argument 1 and argument 2 support or counter each other? Answer in one word in the "
+                    "form of 'support' or 'counter'.\n\nAnswer:")
+
 DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
     DatasetSpec("explagraphs", "toporag_lib.data.explagraphs:load_explagraphs", metrics.explagraphs_accuracy,
                 metrics.explagraphs_correct, {"method": "whole_graph"},
-                {"graphs": 2766, "avg_nodes": 5.17, "avg_edges": 4.25}),
+                {"graphs": 2766, "avg_nodes": 5.17, "avg_edges": 4.25}, task_prompt=EXPLAGRAPHS_TASK),
     DatasetSpec("scenegraphs", "toporag_lib.data.gqa:load_scenegraphs", **_SCENES,
                 paper_stats={"graphs": 100000, "avg_nodes": 19.13, "avg_edges": 68.44}),
     DatasetSpec("gqa_fixtures", "toporag_lib.data.gqa:load_gqa_fixtures", **_SCENES),
     DatasetSpec("webqsp", "toporag_lib.data.webqsp:load_webqsp", metrics.webqsp_hit, metrics.webqsp_correct,
-                {"k1": 3}, {"graphs": 4737, "avg_nodes": 1370.89, "avg_edges": 4252.37}),
+                {"k1": 3}, {"graphs": 4737, "avg_nodes": 1370.89, "avg_edges": 4252.37},
+                secondary={"hit@1": metrics.webqsp_hit_at_1}),
     DatasetSpec("synthetic_scenes", "toporag_lib.data.synthetic_scenes:load_synthetic_scenes",
                 metrics.exact_match_accuracy, metrics.exact_match_correct, TESTBED_RETRIEVAL,
                 secondary={"contains": metrics.scenegraphs_accuracy}, lift=TESTBED_LIFT, edge_text="triple"),
