@@ -40,6 +40,20 @@ def test_ledger_table_takes_means_over_seeds_of_one_setting(tmp_path):
     assert table.loc["zero-shot", "seeds"] == "42" and pd.isna(table.loc["zero-shot", "score_std"])
 
 
+def test_table1_on_full_splits_has_a_row_per_method_with_n_seeds_and_the_paper(tmp_path):
+    ledger = tmp_path / "runs"
+    for seed, score in ((42, 0.5), (43, 0.7)):
+        record(ledger, "TopoRAG", "explagraphs", seed, score)
+    record(ledger, "zero-shot", "synthetic_scenes", 42, 0.3)
+    table = report.table1_full_split(read_ledger(ledger), ["zero-shot", "TopoRAG", "G-Retriever (own code)"])
+    rows = table.set_index("method")
+    assert rows.loc["TopoRAG", "ExplaGraphs"] == "0.600 ± 0.141" and rows.loc["TopoRAG", "ExplaGraphs seeds"] == "42, 43"
+    assert rows.loc["TopoRAG", "ExplaGraphs n"] == 60 and rows.loc["TopoRAG", "paper explagraphs"] == 0.8899
+    assert rows.loc["TopoRAG", "testbed"] == "not run" and rows.loc["zero-shot", "testbed"] == "0.300"
+    assert rows.loc["G-Retriever (own code)", "paper explagraphs"] == ""  # not a row of the paper's
+    assert list(table["method"])[-1] == "majority answer (floor)"
+
+
 def test_results_readme_puts_paper_and_ours_side_by_side(tmp_path):
     record(tmp_path / "runs", "TopoRAG", "explagraphs", 42, 0.61)
     record(tmp_path / "runs", "TopoRAG", "synthetic_scenes", 42, 0.25, {"loop": 0.4})

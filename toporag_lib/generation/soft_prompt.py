@@ -38,6 +38,7 @@ class ModelConfig:
     num_soft_tokens: int = 1
     projector_hidden: int = 1024
     virtual_tokens: int = 0  # graph-independent learned tokens (plain prompt tuning)
+    virtual_init: str | None = None  # None: N(0, 0.02^2); a text: its word embeddings, repeated (G-Retriever's)
     lora: bool = False
     lora_r: int = 8
     lora_alpha: int = 16
@@ -59,6 +60,20 @@ class ModelConfig:
         return asdict(self)
 
 
+def initial_virtual_tokens(llm: LLM, count: int, text: str | None) -> Tensor:
+    """[count, H] float32 starting values of prompt tuning's virtual tokens: N(0, 0.02^2), or, given `text`, the
+    LLM's word embeddings of its tokens (special tokens included), repeated until there are `count` and cut there,
+    as G-Retriever's `PromptTuningLLM` initialises them from its dataset's prompt."""
+    if text is None:
+        return torch.randn(count, llm.hidden_size) * 0.02
+    ids = llm.tokenizer(text).input_ids
+    if not ids:
+        raise ValueError(f"ModelConfig.virtual_init={text!r} has no tokens to start the virtual tokens from")
+    ids = (ids * -(-count // len(ids)))[:count]
+    weight = llm.model.get_input_embeddings().weight
+    return weight[torch.tensor(ids, device=weight.device)].detach().clone().to(torch.float32).cpu()
+
+
 class TopoRAGModel(nn.Module):
     """Soft prompt from the (sub)complex, next to its text, into the LLM: h_X* = POOL(...) from the encoder, then
     the projector MLP_phi(h_X*) in R^{d_l} (paper eq. 21), `num_soft_tokens` tokens wide."""
@@ -77,7 +92,7 @@ class TopoRAGModel(nn.Module):
                                          config.num_layers, config.dropout)
             self.projector = nn.Sequential(nn.Linear(config.hidden_dim, config.projector_hidden), nn.Sigmoid(),
                                            nn.Linear(config.projector_hidden, config.num_soft_tokens * hidden))
-        self.virtual = (nn.Parameter(torch.randn(config.virtual_tokens, hidden) * 0.02)
+        self.virtual = (nn.Parameter(initial_virtual_tokens(llm, config.virtual_tokens, config.virtual_init))
                         if config.virtual_tokens else None)
         for part in (self.encoder, self.projector):  # the graph side lives where the LLM does (fp32 weights)
             if part is not None:

@@ -7,7 +7,8 @@ were retrieved, a blank line and a compact table of the 2-cells as closed walks 
     0,3 -on-> 5 <-under- 7 -to the left of-> 3
 
 `a -r-> b` is an edge from a to b with text r; `a <-r- b` one from b to a. Without 2-cells the text is exactly
-G-Retriever's, so baselines and TopoRAG differ only by what they retrieve.
+G-Retriever's, so baselines and TopoRAG differ only by what they retrieve. KAPING's retrieval reads as its paper
+prompts it: its triples, one per line, under "Below are the facts that might be relevant to answer the question:".
 """
 
 from __future__ import annotations
@@ -35,8 +36,14 @@ def cells_csv(graph: TextualGraph, cc: CellComplex, cells2) -> str:
     return pd.DataFrame(rows, columns=["cell_id", "cycle"]).to_csv(index=False)
 
 
+KAPING_HEADER = "Below are the facts that might be relevant to answer the question:"
+
+
 def textualize_subcomplex(graph: TextualGraph, cc: CellComplex, sub: Subcomplex) -> str:
-    """Nodes CSV, edges CSV, and (when there are any) the retrieved 2-cells as cycles."""
+    """Nodes CSV, edges CSV, and (when there are any) the retrieved 2-cells as cycles; KAPING's triples as facts."""
+    if sub.method == "kaping":
+        triples = graph.triples()
+        return "\n".join([KAPING_HEADER, *(triples[e] for e in sub.edges.tolist())]) + "\n"
     text = textualize(graph, node_ids=sub.nodes.tolist(), edge_ids=sub.edges.tolist())
     if sub.num_cells(2):
         text += "\n" + cells_csv(graph, cc, sub.cells2)

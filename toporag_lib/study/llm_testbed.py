@@ -5,6 +5,7 @@ split, each recorded in the results ledger when it finishes.
     python -m toporag_lib.study.llm_testbed --list                 # the jobs, in order, and which are done
     python -m toporag_lib.study.llm_testbed --shard 0/2 &          # two processes share the jobs
     python -m toporag_lib.study.llm_testbed --shard 1/2 &
+    python -m toporag_lib.study.llm_testbed --suite table1 --shard 0/2 &   # every row of the paper's Table 1
 
 Jobs run in order of importance: the frozen TopoRAG / G-Retriever pair on the testbed, the ExplaGraphs trio (an
 epoch there is about 20 minutes), the pair's other two seeds, the three ablations, then the LoRA pair. A run is a `study.experiments.run_cached` run in `cache/llm_testbed/`: a job killed
@@ -13,6 +14,10 @@ Each process trains on one torch thread (two processes on two cores). An epoch o
 with the bundled 135M LLM takes one to two hours per core; the full list is about a day on two cores.
 
 `report.full_split_table` and `paired_by_seed` read the finished runs back from the ledger (notebook 05).
+
+`--suite table1` runs every method of `experiments.TABLE1_METHODS` (the paper's Table 1 rows we run) on the full
+ExplaGraphs split and the full testbed split, seed 42, the inference-only ones first (tens of minutes each), and
+`report.table1_full_split` sets them beside the paper's numbers; runs it shares with the testbed suite are done once.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ import torch
 from toporag_lib.paths import PROJECT_ROOT
 from toporag_lib.study.experiments import (
     ABLATIONS,
+    PRESETS,
+    TABLE1_METHODS,
     config_digest,
     run_cached,
     variant_config,
@@ -52,7 +59,9 @@ class Job:
     dataset: str = DATASET
 
     def config(self) -> TrainConfig:
-        return variant_config(self.method, self.dataset, self.change, seed=self.seed)
+        # These runs began before batched embeddings existed: all of them keep one-at-a-time vectors, one series.
+        return variant_config(self.method, self.dataset, {**self.change, "embedding_batching": "single"},
+                              seed=self.seed)
 
 
 def jobs() -> list[Job]:
@@ -66,6 +75,17 @@ def jobs() -> list[Job]:
     ablations = [Job(f"TopoRAG {name}", "TopoRAG", change, SEEDS[0]) for name, change in ABLATIONS.items() if change]
     lora = [Job(method, method, {}, SEEDS[0]) for method in ("TopoRAG + LoRA", "G-Retriever + LoRA")]
     return first + explagraphs + seeds + ablations + lora
+
+
+def table1_jobs() -> list[Job]:
+    """Every Table 1 method on both full splits: the untrained ones first, then the trained, ExplaGraphs first."""
+    untrained = [m for m in TABLE1_METHODS if PRESETS[m].get("train") is False]
+    trained = [m for m in TABLE1_METHODS if m not in untrained]
+    return [Job(method, method, {}, SEEDS[0], dataset) for group in (untrained, trained)
+            for dataset in ("explagraphs", DATASET) for method in group]
+
+
+SUITES = {"testbed": jobs, "table1": table1_jobs}
 
 
 def is_done(job: Job, runs_dir: Path = RUNS_DIR) -> bool:
@@ -89,18 +109,20 @@ def paired_by_seed(records: list[dict[str, Any]], a: str = "TopoRAG", b: str = "
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shard", default="0/1", help="i/n: run the jobs whose index is i modulo n")
+    parser.add_argument("--suite", default="testbed", choices=sorted(SUITES))
     parser.add_argument("--list", action="store_true", help="list the jobs and whether each is done, then stop")
     args = parser.parse_args(argv)
     index, count = (int(part) for part in args.shard.split("/"))
     if not 0 <= index < count:
         raise SystemExit(f"--shard {args.shard}: expected i/n with 0 <= i < n")
-    todo = jobs()
+    todo = SUITES[args.suite]()
     if args.list:
         for i, job in enumerate(todo):
             print(f"{i:2d} shard {i % count}  {'done' if is_done(job) else 'todo'}  {job.name} on {job.dataset}, "
                   f"seed {job.seed}")
         return
-    os.environ.setdefault(COMMAND_ENV, f"python -m toporag_lib.study.llm_testbed --shard {args.shard}")
+    os.environ.setdefault(COMMAND_ENV, f"python -m toporag_lib.study.llm_testbed --suite {args.suite} "
+                                       f"--shard {args.shard}")
     torch.set_num_threads(1)
     for i, job in enumerate(todo):
         if i % count == index:
