@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from toporag_lib.config import merge
-from toporag_lib.study.experiments import ABLATIONS
+from toporag_lib.study.experiments import ABLATIONS, TABLE1_METHODS
 from toporag_lib.training.config import PAPER_SETTINGS
 
 FULL_SPLITS = {"train": None, "val": None, "test": None}
@@ -32,7 +32,8 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # time goes where numbers have power: retrieval over the testbed's full test split and the LLM-free probe over
     # five seeds; LLM runs only on ExplaGraphs subsets, to show the pipeline (full-split LLM runs: `llm_testbed`).
     "cpu-quick": {},
-    # Full splits for 04 (an ExplaGraphs epoch with SmolLM2 takes about 17 minutes per method), every variant of 05
+    # Full splits for 04 with every Table 1 method (an ExplaGraphs epoch with SmolLM2 takes about 17-30 minutes per
+    # method; the same runs one epoch each: `llm_testbed --suite table1`), every variant of 05
     # with three seeds on larger subsets: about a day on 2 cores. Over several epochs the epoch kept is the one with
     # the best validation accuracy: on the full ExplaGraphs split validation loss ranks epochs and runs differently.
     "cpu-full": {
@@ -40,7 +41,7 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "03_retrieval": {"synthetic_images": 1000},
         "04_training": {"limits": FULL_SPLITS, "synthetic_images": 1000, "epochs": 3, "select_by": "val_score",
                         "datasets": ["explagraphs", "synthetic_scenes"],
-                        "methods": ["zero-shot", "G-Retriever", "G-Retriever + LoRA", "TopoRAG", "TopoRAG + LoRA"],
+                        "methods": TABLE1_METHODS,  # every row of Table 1 we run
                         "explagraphs_only_methods": ["G-Retriever (PyG)", "G-Retriever (PyG) + LoRA"]},
         "05_ablations_sensitivity": {"synthetic_images": 1000, "limits": {"train": 240, "val": 60, "test": 180},
                                      "epochs": 2, "select_by": "val_score", "seeds": SEEDS, "retrieval_images": 300,
@@ -57,8 +58,7 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
         "04_training": {"limits": FULL_SPLITS, "synthetic_images": 5000, "epochs": 10, "training": gpu_training(),
                         "datasets": ["explagraphs", "synthetic_scenes"],
                         "explagraphs_only_methods": ["G-Retriever (PyG)"],
-                        "methods": ["zero-shot", "prompt tuning", "G-Retriever", "G-Retriever + LoRA", "TopoRAG",
-                                    "TopoRAG + LoRA"]},
+                        "methods": TABLE1_METHODS},
         "05_ablations_sensitivity": {"synthetic_images": 5000, "limits": FULL_SPLITS, "epochs": 10, "seeds": SEEDS,
                                      "training": gpu_training(), "retrieval_images": 1000, "ablations": ABLATION_NAMES,
                                      "probe_inputs": ["retrieved", "whole graph"],
