@@ -7,6 +7,7 @@ in, and FORMAT_VERSION. Features are not part of the key: the file holds the top
 `lift_cached` attaches the embeddings it is given afterwards (Z2 is recomputed from them, which is cheap).
 Files are written atomically (`atomic.write_bytes`: a temporary file beside the target, then `os.replace`), so a
 reader never sees half a file; a file that cannot be read or does not match its graph is recomputed and rewritten.
+Temporary files that killed writes left behind are deleted the first time a process uses the folder.
 
 Worth it for slow lifts (basis="minimum": seconds; long DFS or random-tree cycles). A BFS lift of a WebQSP-sized
 graph (~2 ms) costs about as much as hashing the graph and reading its file.
@@ -36,6 +37,8 @@ FORMAT_VERSION = 1
 LIFT_DEFAULTS = LiftConfig().to_dict()
 """`lift`'s topology options and their defaults (part of every cache key)."""
 _ARRAYS = ("edge_src", "edge_dst", "cell_ptr", "cell_nodes", "cell_edges", "cell_signs", "cell_generator")
+
+_swept: set[Path] = set()  # folders whose leftover temporary files this process has cleared
 
 __all__ = ["FORMAT_VERSION", "LIFT_DEFAULTS", "cache_key", "cache_path", "lift_cached", "lifting_options"]
 
@@ -69,6 +72,9 @@ def lift_cached(graph: TextualGraph, cache_dir: str | os.PathLike | None = None,
     """`lift(graph, node_emb, edge_emb, **options)`, reading and writing the topology under `cache_dir`."""
     options = lifting_options(**options)
     path = cache_path(graph, cache_dir, **options)
+    if path.parent not in _swept and path.parent.exists():
+        atomic.remove_stale_temporaries(path.parent)
+        _swept.add(path.parent)
     cc = _load(path, graph)
     if cc is None:
         cc = lift(graph, **options)
