@@ -88,6 +88,28 @@ def table1_jobs() -> list[Job]:
 SUITES = {"testbed": jobs, "table1": table1_jobs}
 
 
+def claim(job: Job, runs_dir: Path = RUNS_DIR) -> Path | None:
+    """A lock file for the job's run, or None when another live process holds it (two suites may share a run: the
+    second one skips it); a lock whose process is gone is taken over."""
+    lock = runs_dir / "locks" / f"{job.dataset}-{config_digest(job.config())}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        try:
+            holder = int(lock.read_text() or 0)
+            if holder != os.getpid():
+                os.kill(holder, 0)  # raises when the holder is gone
+                return None
+        except (ValueError, ProcessLookupError):
+            pass
+        lock.write_text(str(os.getpid()))
+        return lock
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(str(os.getpid()))
+    return lock
+
+
 def is_done(job: Job, runs_dir: Path = RUNS_DIR) -> bool:
     return any((runs_dir / job.dataset).glob(f"*-{config_digest(job.config())}/metrics_test.json"))
 
@@ -126,8 +148,15 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     for i, job in enumerate(todo):
         if i % count == index:
+            lock = claim(job)
+            if lock is None:
+                print(f"job {i}: {job.name} on {job.dataset} runs in another process: skipped", flush=True)
+                continue
             print(f"job {i}: {job.name} on {job.dataset}, seed {job.seed}", flush=True)
-            run_cached(job.config(), job.name, RUNS_DIR)
+            try:
+                run_cached(job.config(), job.name, RUNS_DIR)
+            finally:
+                lock.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

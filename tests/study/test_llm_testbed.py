@@ -1,0 +1,38 @@
+"""The long-run queue: job lists, and the lock that keeps two processes off one run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from toporag_lib.study import llm_testbed
+from toporag_lib.study.experiments import TABLE1_METHODS
+
+
+def test_every_job_keeps_one_at_a_time_embeddings_so_the_series_stays_one():
+    for suite in llm_testbed.SUITES.values():
+        assert all(job.config().embedding_batching == "single" for job in suite())
+
+
+def test_table1_suite_covers_every_method_on_both_full_splits_untrained_first():
+    jobs = llm_testbed.table1_jobs()
+    assert {(j.method, j.dataset) for j in jobs} == {(m, d) for m in TABLE1_METHODS
+                                                     for d in ("explagraphs", "synthetic_scenes")}
+    trained = [j.config().train for j in jobs]
+    assert trained == sorted(trained)  # every inference-only run comes before the first trained one
+
+
+def test_a_run_held_by_a_live_process_is_skipped_and_a_dead_holder_is_taken_over(tmp_path):
+    job = llm_testbed.table1_jobs()[0]
+    first = llm_testbed.claim(job, tmp_path)
+    assert first is not None and first.read_text() == str(os.getpid())
+    assert llm_testbed.claim(job, tmp_path) == first  # the holder itself may go on
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        first.write_text(str(other.pid))
+        assert llm_testbed.claim(job, tmp_path) is None  # a live process holds it
+    finally:
+        other.kill()
+        other.wait()
+    assert llm_testbed.claim(job, tmp_path) == first and first.read_text() == str(os.getpid())  # gone: taken over
