@@ -22,8 +22,11 @@ METHOD_PARAMS: dict[str, tuple[str, ...]] = {
     "whole_graph": ("k2",),
     "khop": ("k0", "hops"),
     "kaping": ("k1",),
+    "subgraphrag": ("top_k", "dde_rounds", "fit_epochs", "fit_lr", "fit_seed"),
+    "gnnrag": ("candidates", "gnn_layers", "fit_epochs", "fit_lr", "fit_seed"),
 }
-METHODS = tuple(METHOD_PARAMS)
+LEARNED_METHODS = ("subgraphrag", "gnnrag")  # fitted on the training split first (`retrieval.learned`)
+METHODS = tuple(m for m in METHOD_PARAMS if m not in LEARNED_METHODS)  # what `retrieve` runs on a complex alone
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,11 @@ class RetrievalConfig:
     k0, k1: top-k 0- and 1-cells that get rank prizes (eq. 13); k2: top-k 2-cells (Algorithm 3); c2: the cost per
     boundary edge in a 2-cell's prize (eq. 14); cost_e: G-Retriever's edge cost; hops: the k-hop baseline's radius.
     prizes, cells, cell_rank, cell_cost: TopoRAG's construction choices (`retrieval.toporag`).
+    The learned retrievals (`retrieval.learned`): top_k, SubgraphRAG's number of triples (its paper takes 100 on
+    WebQSP; 10 here, for scene graphs of tens of edges), dde_rounds, its forward and backward rounds of directional
+    distance encoding (2, as SubgraphRAG); candidates, GNN-RAG's answer candidates (3), gnn_layers, its GNN's depth
+    (2: the testbed's answers lie within two hops of the question's objects); fit_epochs, fit_lr, fit_seed: how
+    either is fitted (10 epochs of Adam at 1e-3, SubgraphRAG's rate; weights and order from the seed).
     """
 
     method: str = "toporag"
@@ -46,6 +54,13 @@ class RetrievalConfig:
     cells: str = "top_k"
     cell_rank: str = "prize"
     cell_cost: str = "free"
+    top_k: int = 10
+    dde_rounds: int = 2
+    candidates: int = 3
+    gnn_layers: int = 2
+    fit_epochs: int = 10
+    fit_lr: float = 1e-3
+    fit_seed: int = 0
 
     def __post_init__(self) -> None:
         if self.method not in METHOD_PARAMS:
@@ -54,15 +69,20 @@ class RetrievalConfig:
                               ("cell_cost", CELL_COSTS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"RetrievalConfig.{name}={getattr(self, name)!r}: expected one of {list(allowed)}")
-        for name in ("k0", "k1", "k2", "hops"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise ValueError(f"RetrievalConfig.{name}={value!r}: expected an int >= 0")
+        for names, least in ((("k0", "k1", "k2", "hops", "dde_rounds", "fit_seed"), 0),
+                             (("top_k", "candidates", "gnn_layers", "fit_epochs"), 1)):
+            for name in names:
+                value = getattr(self, name)
+                if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+                    raise ValueError(f"RetrievalConfig.{name}={value!r}: expected an int >= {least}")
         for name in ("c2", "cost_e"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not math.isfinite(value) \
                     or value < 0:
                 raise ValueError(f"RetrievalConfig.{name}={value!r}: expected a finite number >= 0")
+        lr = self.fit_lr
+        if isinstance(lr, bool) or not isinstance(lr, (int, float, np.number)) or not math.isfinite(lr) or lr <= 0:
+            raise ValueError(f"RetrievalConfig.fit_lr={lr!r}: expected a finite number > 0")
 
     def kwargs(self) -> dict[str, Any]:
         """`retrieve`'s keyword arguments: the method and the parameters it reads."""

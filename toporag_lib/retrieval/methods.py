@@ -14,6 +14,9 @@ Methods:
 - `khop`: the `hops`-hop neighbourhood of the top-k0 nodes, with every cell whose boundary lies inside it.
 - `kaping`: the top-k1 triples (edges) by similarity and their end nodes, no search (KAPING's retrieval).
 
+- `subgraphrag`, `gnnrag`: learned on a training split, so not run here: `training.preprocess.fit_retriever` fits
+  them (`retrieval.learned`) and its result retrieves.
+
 Each method takes only its own parameters (`config.METHOD_PARAMS`; another keyword is a TypeError).
 The cell complex must carry features (`lift(graph, node_emb, edge_emb)` or `cc.with_features`).
 """
@@ -26,7 +29,12 @@ import numpy as np
 import torch
 
 from toporag_lib.retrieval import baselines
-from toporag_lib.retrieval.config import METHOD_PARAMS, METHODS, RetrievalConfig
+from toporag_lib.retrieval.config import (
+    LEARNED_METHODS,
+    METHOD_PARAMS,
+    METHODS,
+    RetrievalConfig,
+)
 from toporag_lib.retrieval.subcomplex import Subcomplex
 from toporag_lib.retrieval.toporag import toporag_retrieval
 from toporag_lib.topology.complex import CellComplex, closure
@@ -49,6 +57,10 @@ def check_query(q_emb: torch.Tensor | np.ndarray, dim: int) -> None:
 def retrieve(cc: CellComplex, q_emb: torch.Tensor | np.ndarray, method: str = "toporag", **params: Any) -> Subcomplex:
     """Retrieve a subcomplex of `cc` for the query embedding `q_emb` with `method` (see the module docstring);
     parameters not given take `RetrievalConfig`'s defaults."""
+    if method in LEARNED_METHODS:
+        raise ValueError(f"retrieval method {method!r} is learned from a training split: fit it first with "
+                         f"toporag_lib.training.preprocess.fit_retriever(prepared, {method!r}, train_indices, ...) "
+                         "and retrieve with what it returns (or retrieve_all(..., fitted=...))")
     if method not in METHODS:
         raise ValueError(f"unknown retrieval method {method!r}; known: {METHODS}")
     unknown = set(params) - set(METHOD_PARAMS[method])

@@ -1,0 +1,166 @@
+"""SubgraphRAG and GNN-RAG, fitted on small graphs whose answer is known (`retrieval.learned`)."""
+
+import numpy as np
+import pytest
+import torch
+
+from toporag_lib.data.dataset import QADataset
+from toporag_lib.data.graph import QASample, TextualGraph
+from toporag_lib.retrieval import RetrievalConfig, retrieve
+from toporag_lib.retrieval.learned import fit
+from toporag_lib.training.preprocess import (
+    PreparedDataset,
+    fit_retriever,
+    question_of,
+    retrieve_all,
+)
+
+DIM = 8
+NAMES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
+
+
+def puzzle(seed: int) -> tuple[QASample, torch.Tensor, torch.Tensor]:
+    """A random graph with one `owns` edge out of the question's node (the answer triple) and one elsewhere (a
+    decoy only the question entity tells apart), plus `near` edges; node and edge features, no encoder."""
+    rng = np.random.default_rng(seed)
+    n = len(NAMES)
+    entity, answer, a, b = rng.permutation(n)[:4]
+    edges = [(int(entity), int(answer), "owns"), (int(a), int(b), "owns")]
+    edges += [(int(u), int(v), "near") for u, v in rng.integers(0, n, size=(10, 2)) if u != v]
+    order = rng.permutation(len(edges))
+    edges = [edges[j] for j in order]
+    answer_edge = int(np.flatnonzero(order == 0)[0])
+    graph = TextualGraph(NAMES, edges)
+    meta = {"query": f"What does {NAMES[entity]} own?", "evidence": {"nodes": [int(answer)], "edges": [answer_edge]}}
+    relation = {"owns": torch.ones(DIM), "near": -torch.ones(DIM)}
+    x = torch.tensor(rng.normal(size=(n, DIM)), dtype=torch.float32)
+    return QASample(f"p{seed}", meta["query"], NAMES[answer], graph, meta), x, torch.stack([relation[r] for *_, r in edges])
+
+
+def puzzles(count: int = 70) -> PreparedDataset:
+    from toporag_lib.topology import lift
+
+    made = [puzzle(seed) for seed in range(count)]
+    split = {"train": list(range(60)), "val": list(range(60, 62)), "test": list(range(62, count))}
+    dataset = QADataset("puzzles", [s for s, _, _ in made], split)
+    complexes = [lift(s.graph, x, e) for s, x, e in made]
+    queries = torch.ones(count, DIM) / DIM
+    return PreparedDataset(dataset, complexes, list(range(count)), queries, {})
+
+
+@pytest.fixture(scope="module")
+def prepared():
+    return puzzles()
+
+
+def answer_edge(prepared, i) -> int:
+    return prepared.sample(i).meta["evidence"]["edges"][0]
+
+
+def assert_valid(prepared, i, sub):
+    cc = prepared.complex_of(i)
+    assert np.all(np.diff(sub.nodes) > 0) and np.all(np.diff(sub.edges) > 0) and len(sub.cells2) == 0
+    assert 0 <= sub.nodes.min() and sub.nodes.max() < cc.num_nodes
+    assert np.all((0 <= sub.edges) & (sub.edges < cc.num_cells(1)))
+    ends = set(cc.edge_src[sub.edges].tolist()) | set(cc.edge_dst[sub.edges].tolist())
+    assert ends <= set(sub.nodes.tolist())
+
+
+def test_subgraphrag_retrieves_the_answer_triple_of_unseen_graphs(prepared):
+    fitted = fit_retriever(prepared, "subgraphrag", prepared.dataset.split["train"], top_k=1, fit_epochs=20)
+    assert fitted.trained_on == 60
+    test = prepared.dataset.split["test"]
+    subs = retrieve_all(prepared, "subgraphrag", test, fitted=fitted, top_k=1, fit_epochs=20)
+    for i, sub in zip(test, subs):
+        assert_valid(prepared, i, sub)
+        assert sub.edges.tolist() == [answer_edge(prepared, i)]  # the decoy `owns` edge is not the entity's
+        assert sub.method == "subgraphrag" and sub.params["top_k"] == 1
+
+
+def test_gnnrag_retrieves_the_path_to_the_answer_node(prepared):
+    fitted = fit_retriever(prepared, "gnnrag", prepared.dataset.split["train"], candidates=1, fit_epochs=20)
+    test = prepared.dataset.split["test"]
+    for i, sub in zip(test, retrieve_all(prepared, "gnnrag", test, fitted=fitted, candidates=1, fit_epochs=20)):
+        assert_valid(prepared, i, sub)
+        answer = prepared.sample(i).meta["evidence"]["nodes"][0]
+        assert answer in sub.nodes
+        assert answer_edge(prepared, i) in sub.edges  # entity -owns-> answer is a shortest path
+
+
+@pytest.mark.parametrize("method", ["subgraphrag", "gnnrag"])
+def test_fitting_is_deterministic_given_its_seed(prepared, method):
+    train = prepared.dataset.split["train"][:8]
+    first, second = (fit_retriever(prepared, method, train, fit_epochs=2) for _ in range(2))
+    other = fit_retriever(prepared, method, train, fit_epochs=2, fit_seed=1)
+    for (name, a), b, c in zip(first.model.state_dict().items(), second.model.state_dict().values(),
+                               other.model.state_dict().values()):
+        assert torch.equal(a, b), name
+    assert not all(torch.equal(a, c) for a, c in zip(first.model.state_dict().values(),
+                                                     other.model.state_dict().values()))
+    test = prepared.dataset.split["test"]
+    for a, b in zip(*(retrieve_all(prepared, method, test, fitted=f, fit_epochs=2) for f in (first, second))):
+        assert np.array_equal(a.nodes, b.nodes) and np.array_equal(a.edges, b.edges)
+
+
+def test_fitting_reads_only_the_training_questions():
+    clean, corrupted = puzzles(), puzzles()
+    for i in corrupted.dataset.split["val"] + corrupted.dataset.split["test"]:
+        corrupted.sample(i).meta["evidence"] = {"nodes": [0], "edges": [0]}
+    train = clean.dataset.split["train"]
+    a, b = (fit_retriever(p, "subgraphrag", train, fit_epochs=2) for p in (clean, corrupted))
+    assert all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()))
+    c = fit_retriever(corrupted, "subgraphrag", train + corrupted.dataset.split["test"], fit_epochs=2)
+    assert not all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), c.model.state_dict().values()))
+
+
+@pytest.mark.parametrize("method", ["subgraphrag", "gnnrag"])
+def test_without_any_training_target_the_whole_graph_is_retrieved(prepared, method):
+    questions = [question_of(prepared, i) for i in prepared.dataset.split["train"]]  # no targets
+    fitted = fit(method, questions)
+    assert fitted.model is None and fitted.trained_on == 0
+    sub = fitted.retrieve(question_of(prepared, 65))
+    cc = prepared.complex_of(65)
+    assert sub.nodes.tolist() == list(range(cc.num_nodes)) and sub.edges.tolist() == list(range(cc.num_cells(1)))
+
+
+@pytest.mark.parametrize("method", ["subgraphrag", "gnnrag"])
+def test_plain_retrieve_points_to_the_fitting_function(prepared, method):
+    with pytest.raises(ValueError, match=rf"{method!r} is learned .*fit_retriever\(prepared, {method!r}"):
+        retrieve(prepared.complex_of(0), prepared.queries[0], method)
+    with pytest.raises(ValueError, match="fit it first"):
+        retrieve_all(prepared, method, [0])
+
+
+def test_a_fitted_retriever_with_other_parameters_is_refused(prepared):
+    fitted = fit_retriever(prepared, "subgraphrag", [0, 1], fit_epochs=1)
+    with pytest.raises(ValueError, match=r"fitted retriever is 'subgraphrag' with .*'top_k': 10.*'top_k': 5"):
+        retrieve_all(prepared, "subgraphrag", [0], fitted=fitted, fit_epochs=1, top_k=5)
+    with pytest.raises(ValueError, match="'toporag' is not learned"):
+        retrieve_all(prepared, "toporag", [0], fitted=fitted)
+
+
+@pytest.mark.parametrize("params, error, message", [
+    ({"top_k": 0}, ValueError, r"RetrievalConfig.top_k=0: expected an int >= 1"),
+    ({"fit_epochs": 2.5}, ValueError, r"RetrievalConfig.fit_epochs=2.5: expected an int >= 1"),
+    ({"fit_lr": 0.0}, ValueError, r"RetrievalConfig.fit_lr=0.0: expected a finite number > 0"),
+    ({"dde_rounds": -1}, ValueError, r"RetrievalConfig.dde_rounds=-1: expected an int >= 0"),
+    ({"candidates": 3}, TypeError, r"'subgraphrag' takes \['top_k', 'dde_rounds', 'fit_epochs'"),
+])
+def test_bad_parameters_are_named(prepared, params, error, message):
+    with pytest.raises(error, match=message):
+        fit_retriever(prepared, "subgraphrag", [0], **params)
+
+
+def test_a_question_of_another_feature_size_is_refused(prepared):
+    fitted = fit_retriever(prepared, "gnnrag", [0, 1], fit_epochs=1)
+    question = question_of(prepared, 2)
+    small = question.__class__(question.cc, torch.ones(DIM - 1), question.entities, question.where)
+    with pytest.raises(ValueError, match=r"sample 'p2': query embedding of shape \(7,\): expected \(8,\)"):
+        fitted.retrieve(small)
+
+
+def test_config_defaults_are_documented_values():
+    config = RetrievalConfig("subgraphrag")
+    assert (config.top_k, config.dde_rounds, config.candidates, config.gnn_layers) == (10, 2, 3, 2)
+    assert config.kwargs() == {"method": "subgraphrag", "top_k": 10, "dde_rounds": 2, "fit_epochs": 10,
+                               "fit_lr": 1e-3, "fit_seed": 0}
