@@ -34,7 +34,8 @@ def puzzle(seed: int) -> tuple[QASample, torch.Tensor, torch.Tensor]:
     meta = {"query": f"What does {NAMES[entity]} own?", "evidence": {"nodes": [int(answer)], "edges": [answer_edge]}}
     relation = {"owns": torch.ones(DIM), "near": -torch.ones(DIM)}
     x = torch.tensor(rng.normal(size=(n, DIM)), dtype=torch.float32)
-    return QASample(f"p{seed}", meta["query"], NAMES[answer], graph, meta), x, torch.stack([relation[r] for *_, r in edges])
+    edge_features = torch.stack([relation[r] for *_, r in edges])
+    return QASample(f"p{seed}", meta["query"], NAMES[answer], graph, meta), x, edge_features
 
 
 def puzzles(count: int = 70) -> PreparedDataset:

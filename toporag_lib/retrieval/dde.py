@@ -1,9 +1,10 @@
 """Directional distance encodings (SubgraphRAG, Li et al. 2024, section 3.2): where a node lies from the question's
 entities, along and against the edges' directions.
 
-h^(0)_v = onehot(v is a question entity) in R^2 ((1, 0): another node, (0, 1): an entity); forward rounds h^(l+1)_v = mean_{(u -> v)} h^(l)_u, backward
-rounds the same over the reversed edges, each starting from h^(0) (a node without such edges gets 0). The
-encoding is [h^(0), forward rounds 1..R, backward rounds 1..R]: 2 (1 + 2R) numbers per node.
+h^(0)_v = onehot(v is a question entity) in R^2 ((1, 0): another node, (0, 1): an entity); forward rounds
+h^(l+1)_v = mean_{(u -> v)} h^(l)_u, backward rounds the same over the reversed edges, each starting from h^(0) (a
+node without such edges gets 0). The encoding is [h^(0), forward rounds 1..R, backward rounds 1..R]: 2 (1 + 2R)
+numbers per node.
 """
 
 from __future__ import annotations

@@ -2,12 +2,14 @@
 answer candidate; the shortest paths from the question entities to the best candidates are what the LLM reads.
 
 GNN: node inputs x_v = [z_v, z_v * z_q, 1(v is a question entity)], edge inputs [z_r, z_r * z_q, +-1] for each edge
-in both directions (the sign tells them apart), each projected to HIDDEN; then `gnn_layers` residual GINE layers (PyTorch
-Geometric's GINEConv: h_v <- h_v + ReLU(MLP(h_v + sum_u ReLU(h_u + e_uv))), whose messages read the relation, as
-GNN-RAG's relation-aware ReaRev layers do), and a linear read-out: one logit s_v per node. Training: cross-entropy of softmax_v(s_v) against the uniform distribution over the answer nodes
-(`entities.answer_nodes`), as GNN-RAG's ReaRev is trained towards the answer distribution. Retrieval: the top
-`candidates` nodes by s_v and every shortest undirected path from a question entity to one of them (`graph_paths`);
-a candidate that no entity reaches comes alone. No 2-cells.
+in both directions (the sign tells them apart), each projected to HIDDEN; then `gnn_layers` residual GINE layers
+(PyTorch Geometric's GINEConv: h_v <- h_v + ReLU(MLP(h_v + sum_u ReLU(h_u + e_uv))), whose messages read the
+relation, as GNN-RAG's relation-aware ReaRev layers do; GATConv, whose edge features only weigh the messages, did
+not learn the tests' relation-from-the-entity answers), and a linear read-out: one logit s_v per node. Training:
+cross-entropy of softmax_v(s_v) against the uniform distribution over the answer nodes (`entities.answer_nodes`), as
+GNN-RAG's ReaRev is trained towards the answer distribution. Retrieval: the top `candidates` nodes by s_v and every
+shortest undirected path from a question entity to one of them (`graph_paths`); a candidate that no entity reaches
+comes alone. No 2-cells.
 """
 
 from __future__ import annotations

@@ -8,9 +8,10 @@ candidate GNN (`gnnrag`). Fit once on the training questions, then retrieve for 
 passes over the training questions that have a target (`entities`), one question per step, in a seeded order;
 the weights start from `fit_seed`, inside a forked torch random state, so fitting is deterministic and leaves the
 caller's random stream alone. Fitting and retrieval run on one torch thread: their tensors have tens of rows, and
-intra-op threads only add synchronisation (fitting the tests' GNN took 72 s on two busy cores, 1.9 s on one). Without any training question with a target (ExplaGraphs: stance labels name no
-node) there is nothing to learn, and the fitted retriever returns the whole graph (ExplaGraphs' own default
-retrieval); so it does for a graph without edges.
+intra-op threads only add synchronisation (fitting the tests' GNN took 72 s on two busy cores, 1.9 s on one).
+Without any training question with a target (ExplaGraphs: stance labels name no node) there is nothing to learn,
+and the fitted retriever returns the whole graph (ExplaGraphs' own default retrieval); so it does for a graph
+without edges.
 """
 
 from __future__ import annotations

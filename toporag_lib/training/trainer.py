@@ -37,12 +37,13 @@ from toporag_lib.embed import TextEncoder, check_encoder_dir
 from toporag_lib.generation.factory import build_model
 from toporag_lib.generation.inputs import Example, collate
 from toporag_lib.generation.llm import check_model_dir
+from toporag_lib.retrieval.config import LEARNED_METHODS
 from toporag_lib.seeding import seed_everything
 from toporag_lib.training import data_parallel
 from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.examples import build_examples
 from toporag_lib.training.ledger import write_predictions
-from toporag_lib.training.preprocess import prepare
+from toporag_lib.training.preprocess import fit_retriever, prepare
 
 HISTORY_COLUMNS = ["epoch", "step", "loss", "seconds", "val_loss", "val_score"]
 
@@ -64,8 +65,11 @@ def make_examples(config: TrainConfig, progress: bool = True) -> tuple[dict[str,
     encoder = TextEncoder(config.encoder_path, batching=config.embedding_batching, progress=progress)
     prepared = prepare(dataset.take(keep), encoder, progress=progress, edge_text=config.edge_text,
                        **config.lift.to_dict())
+    fitted = (fit_retriever(prepared, train_indices=[position[i] for i in splits["train"]], **config.retrieval.kwargs())
+              if config.retrieval.method in LEARNED_METHODS else None)  # learned retrievals see training questions only
     examples = {name: build_examples(prepared, [position[i] for i in ids], config.retrieval, config.graph_text,
-                                     config.question_suffix, progress=progress) for name, ids in splits.items()}
+                                     config.question_suffix, progress=progress, fitted=fitted)
+                for name, ids in splits.items()}
     return examples, prepared.queries.shape[1]
 
 
