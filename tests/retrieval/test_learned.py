@@ -1,5 +1,7 @@
 """SubgraphRAG and GNN-RAG, fitted on small graphs whose answer is known (`retrieval.learned`)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -115,9 +117,12 @@ def test_fitting_reads_only_the_training_questions():
 
 
 @pytest.mark.parametrize("method", ["subgraphrag", "gnnrag"])
-def test_without_any_training_target_the_whole_graph_is_retrieved(prepared, method):
-    questions = [question_of(prepared, i) for i in prepared.dataset.split["train"]]  # no targets
-    fitted = fit(method, questions)
+def test_without_any_training_target_the_whole_graph_is_retrieved(method):
+    prepared = puzzles()
+    for i in prepared.dataset.split["train"]:  # an ExplaGraphs-like label that names no node, no evidence
+        sample = prepared.dataset.samples[i]
+        prepared.dataset.samples[i] = replace(sample, label="support", meta={"query": sample.query})
+    fitted = fit_retriever(prepared, method, prepared.dataset.split["train"])
     assert fitted.model is None and fitted.trained_on == 0
     sub = fitted.retrieve(question_of(prepared, 65))
     cc = prepared.complex_of(65)
@@ -150,6 +155,11 @@ def test_a_fitted_retriever_with_other_parameters_is_refused(prepared):
 def test_bad_parameters_are_named(prepared, params, error, message):
     with pytest.raises(error, match=message):
         fit_retriever(prepared, "subgraphrag", [0], **params)
+
+
+def test_fitting_needs_questions_built_with_their_answers(prepared):
+    with pytest.raises(ValueError, match=r"sample 'p0' \(and 1 more\) was built without its answer cells"):
+        fit("gnnrag", [question_of(prepared, 0), question_of(prepared, 1)])
 
 
 def test_a_question_of_another_feature_size_is_refused(prepared):

@@ -100,6 +100,10 @@ def fit(method: str, questions: Sequence[GraphQuestion], **params: Any) -> Fitte
     if unknown:
         raise TypeError(f"retrieval method {method!r} takes {list(METHOD_PARAMS[method])}, not {sorted(unknown)}")
     config = RetrievalConfig(method, **params)
+    untargeted = [q.where for q in questions if q.answer_nodes is None or q.answer_edges is None]
+    if untargeted:
+        raise ValueError(f"{untargeted[0]} (and {len(untargeted) - 1} more) was built without its answer cells: "
+                         "fit on graph_question(..., targets=True) of the training questions")
     kind = MODELS[method]
     targets = [(q, y) for q in questions if q.cc.num_cells(1) and (y := kind.target(q)) is not None]
     if not targets:
