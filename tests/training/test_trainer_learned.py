@@ -10,6 +10,7 @@ from tiny_models import CHATML, make_tiny_model
 from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.training import trainer as trainer_module
 from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.ledger import config_digest
 from toporag_lib.training.trainer import Trainer, run
 
 
@@ -65,3 +66,12 @@ def test_subgraphrag_examples_hold_at_most_top_k_triples(tiny_llm, tiny_encoder_
         for e in examples:
             edge_rows = e.text.split("\n\n")[1].strip().splitlines()[1:]  # after the nodes CSV and the header
             assert len(edge_rows) == e.complex.num_cells_1 == 3  # every testbed graph has more than 3 edges
+
+
+def test_the_learned_retrievals_keys_keep_old_run_ids():
+    values = TrainConfig().to_dict()
+    added = ("top_k", "dde_rounds", "candidates", "gnn_layers", "fit_epochs", "fit_lr", "fit_seed")
+    old = {**values, "retrieval": {k: v for k, v in values["retrieval"].items() if k not in added}}
+    assert len(old["retrieval"]) == len(values["retrieval"]) - len(added)
+    assert config_digest(values) == config_digest(old)  # the defaults hash as if the keys were absent
+    assert config_digest({**values, "retrieval": {**values["retrieval"], "top_k": 5}}) != config_digest(old)

@@ -36,11 +36,16 @@ def read_predictions(path: str | Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
+# The learned retrievals' parameters (`retrieval.learned`), at their defaults: no earlier run read them.
+LEARNED_RETRIEVAL_KEYS = (("top_k", 10), ("dde_rounds", 2), ("candidates", 3), ("gnn_layers", 2), ("fit_epochs", 10),
+                          ("fit_lr", 1e-3), ("fit_seed", 0))
+
 # Config keys added after runs were recorded, each with the value that does what the code did before the key
 # existed. A config holding that value hashes as if the key were absent, so finished runs keep their record ids and
 # interrupted ones resume; any other value makes a new run.
 # Records without such a key ran with that value.
-LATER_KEYS: dict[tuple[str, ...], Any] = {("model", "virtual_init"): None, ("embedding_batching",): "single"}
+LATER_KEYS: dict[tuple[str, ...], Any] = {("model", "virtual_init"): None, ("embedding_batching",): "single",
+                                          **{("retrieval", name): value for name, value in LEARNED_RETRIEVAL_KEYS}}
 
 
 def config_digest(config: dict[str, Any]) -> str:
