@@ -28,7 +28,7 @@ def test_every_preset_is_a_valid_config(method):
     assert config.epochs == 3 and config.retrieval.method
 
 
-def test_explagraphs_gives_every_graph_method_the_whole_graph_except_kaping():
+def test_explagraphs_gives_every_graph_method_the_whole_graph_except_kaping_and_learned_retrievals():
     assert method_config("G-Retriever", "explagraphs").retrieval.kwargs() == {"method": "whole_graph", "k2": 2}
     assert method_config("TopoRAG", "explagraphs").retrieval.kwargs() == {"method": "whole_graph", "k2": 2}
     assert method_config("KAPING", "explagraphs").retrieval.kwargs() == {"method": "kaping", "k1": 5}

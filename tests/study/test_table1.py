@@ -110,3 +110,18 @@ def test_keys_added_later_keep_old_run_ids():
     assert config_digest(values) != config_digest(old)  # "length" is a new run
     changed = {**values, "embedding_batching": "single", "model": {**values["model"], "virtual_init": "x"}}
     assert config_digest(changed) != config_digest(old)
+
+
+def test_subgraphrag_and_gnnrag_keep_their_own_learned_retrieval_everywhere():
+    for dataset in ("explagraphs", "synthetic_scenes"):
+        sub, gnn = method_config("SubgraphRAG", dataset), method_config("GNN-RAG", dataset)
+        assert sub.retrieval.method == "subgraphrag" and not sub.train and sub.model.encoder is None
+        assert gnn.retrieval.method == "gnnrag" and gnn.train and gnn.model.lora and gnn.model.encoder is None
+    assert method_config("SubgraphRAG", "webqsp").retrieval.top_k == 100  # SubgraphRAG's K on WebQSP
+    assert method_config("SubgraphRAG", "synthetic_scenes").retrieval.top_k == 10
+
+
+def test_subgraphrag_reads_its_triples_as_facts():
+    graph = TextualGraph(["cat", "mat"], [(0, 1, "sits on")])
+    sub = Subcomplex(torch.tensor([0, 1]), torch.tensor([0]), torch.empty(0, dtype=torch.long), method="subgraphrag")
+    assert textualize_subcomplex(graph, lift(graph), sub) == f"{KAPING_HEADER}\n(cat, sits on, mat)\n"

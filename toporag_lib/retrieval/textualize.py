@@ -8,7 +8,8 @@ were retrieved, a blank line and a compact table of the 2-cells as closed walks 
 
 `a -r-> b` is an edge from a to b with text r; `a <-r- b` one from b to a. Without 2-cells the text is exactly
 G-Retriever's, so baselines and TopoRAG differ only by what they retrieve. KAPING's retrieval reads as its paper
-prompts it: its triples, one per line, under "Below are the facts that might be relevant to answer the question:".
+prompts it: its triples, one per line, under "Below are the facts that might be relevant to answer the question:";
+so does SubgraphRAG's (its LLM reads the retrieved triples as a list).
 """
 
 from __future__ import annotations
@@ -37,11 +38,12 @@ def cells_csv(graph: TextualGraph, cc: CellComplex, cells2) -> str:
 
 
 KAPING_HEADER = "Below are the facts that might be relevant to answer the question:"
+TRIPLE_LISTS = ("kaping", "subgraphrag")  # retrievals whose LLM reads their triples as a list of facts
 
 
 def textualize_subcomplex(graph: TextualGraph, cc: CellComplex, sub: Subcomplex) -> str:
     """Nodes CSV, edges CSV, and (when there are any) the retrieved 2-cells as cycles; KAPING's triples as facts."""
-    if sub.method == "kaping":
+    if sub.method in TRIPLE_LISTS:
         triples = graph.triples()
         return "\n".join([KAPING_HEADER, *(triples[e] for e in sub.edges.tolist())]) + "\n"
     text = textualize(graph, node_ids=sub.nodes.tolist(), edge_ids=sub.edges.tolist())

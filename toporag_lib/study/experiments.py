@@ -57,6 +57,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     "G-Retriever (PyG) + LoRA": {"engine": "pyg", "model": {"encoder": "gat", "lora": True},
                                  "retrieval": GRETRIEVER_INPUT},
     "LoRA (text only)": {"model": {"encoder": None, "lora": True}, "retrieval": GRETRIEVER_INPUT},
+    # Adapted to our datasets (retrieval.subgraphrag, retrieval.gnnrag), each retriever fitted on the training split:
+    # SubgraphRAG's frozen LLM reads its top-K triples, GNN-RAG's LoRA-tuned LLM the shortest paths from the
+    # question's entities to its GNN's best answer candidates.
+    "SubgraphRAG": {"train": False, "model": {"encoder": None}, "edge_text": "triple",
+                    "retrieval": {"method": "subgraphrag"}},
+    "GNN-RAG": {"model": {"encoder": None, "lora": True}, "retrieval": {"method": "gnnrag"}},
     "TopoRAG": {"model": {"encoder": "cellular"}, "retrieval": {"method": "toporag"}},
     "TopoRAG + LoRA": {"model": {"encoder": "cellular", "lora": True}, "retrieval": {"method": "toporag"}},
 }
@@ -68,11 +74,16 @@ OWN_CODE_RETRIEVAL: dict[str, dict[str, Any]] = {
     "webqsp": {"k0": 3, "k1": 5, "cost_e": 0.5}, "scenegraphs": _SCENES_OWN, "gqa_fixtures": _SCENES_OWN,
     "synthetic_scenes": _SCENES_OWN,
 }
+OWN_RETRIEVALS = ("kaping", "subgraphrag", "gnnrag")  # methods that are their retrieval: kept on whole-graph datasets
+DATASET_RETRIEVAL: dict[str, dict[str, dict[str, Any]]] = {  # per method, changes on one dataset
+    "SubgraphRAG": {"webqsp": {"top_k": 100}},  # SubgraphRAG's K on WebQSP (our default 10 suits scene graphs)
+    "G-Retriever (own code)": OWN_CODE_RETRIEVAL, "G-Retriever (own code) + LoRA": OWN_CODE_RETRIEVAL,
+}
 
-# The rows of the paper's Table 1 that we run, in its order (SubgraphRAG and GNN-RAG join when their retrievers do).
+# Every row of the paper's Table 1, in its order, with G-Retriever at its code's settings beside its paper's.
 TABLE1_METHODS = ["zero-shot", "zero-shot CoT", "CoT-BAG", "KAPING", "prompt tuning", "GraphToken", "G-Retriever",
-                  "G-Retriever (own code)", "LoRA (text only)", "G-Retriever + LoRA", "G-Retriever (own code) + LoRA",
-                  "TopoRAG", "TopoRAG + LoRA"]
+                  "G-Retriever (own code)", "SubgraphRAG", "TopoRAG", "LoRA (text only)", "G-Retriever + LoRA",
+                  "G-Retriever (own code) + LoRA", "GNN-RAG", "TopoRAG + LoRA"]
 
 
 # Table 2 of the paper, as changes to TopoRAG: w/o CRL keeps the graph (no 2-cells are retrieved, so the cellular
@@ -107,10 +118,10 @@ def method_config(method: str, dataset: str, overrides: dict[str, Any] | None = 
     values = merge(values, overrides)
     whole_graph = dataset_retrieval(dataset).method == "whole_graph"
     preset_retrieval = preset.get("retrieval", {})
-    if whole_graph and preset_retrieval.get("method") != "kaping":
+    if whole_graph and preset_retrieval.get("method") not in OWN_RETRIEVALS:
         preset_retrieval = {}  # ExplaGraphs: whole graph for every graph method, as G-Retriever does
-    elif method.startswith("G-Retriever (own code)"):
-        preset_retrieval = {**preset_retrieval, **OWN_CODE_RETRIEVAL.get(dataset, {})}
+    else:
+        preset_retrieval = {**preset_retrieval, **DATASET_RETRIEVAL.get(method, {}).get(dataset, {})}
     values["retrieval"] = {**preset_retrieval, **retrieval_overrides}
     return TrainConfig.from_dict(values)
 

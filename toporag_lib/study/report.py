@@ -229,7 +229,8 @@ def results_readme(results: str | Path, profile: str) -> str:
          "_From the ledger's full-split runs (`python -m toporag_lib.study.llm_testbed --suite table1`), mean ± std "
          "over seeds; the testbed (synthetic scenes v2, 600 test questions, exact match) stands in for SceneGraphs, "
          "so its paper column is a different dataset. The bundled 135M LLM on a CPU, one epoch: not the paper's 7B "
-         "setting. SubgraphRAG and GNN-RAG appear once their retrievers run here._"),
+         "setting. SubgraphRAG and GNN-RAG are adapted to these datasets (`retrieval.subgraphrag`, `retrieval.gnnrag`); "
+         "G-Retriever (own code) runs at G-Retriever's released settings._"),
         ("Table 1 · main results (every run in the ledger)", table1(results),
          "_Ours: every run in the ledger (`runs/`), one row per method and setting: the mean over its seeds, their "
          "standard deviation, n test questions (ExplaGraphs: of its 554; synthetic scenes stand in for SceneGraphs). "

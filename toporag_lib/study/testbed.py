@@ -37,6 +37,8 @@ RETRIEVAL_VARIANTS: dict[str, dict[str, Any]] = {
     "TopoRAG, 2-cells pay for their boundary": {"retrieval": {"cell_cost": "boundary"}},
     "TopoRAG, top-k2 2-cells only": {"retrieval": {"cells": "top_k"}},
     "TopoRAG, BFS fundamental cycles": {"lift": {"basis": "fundamental", "tree": "bfs"}},
+    "TopoRAG, DFS fundamental cycles (the paper's tree)": {"lift": {"basis": "fundamental", "tree": "dfs"}},
+    "TopoRAG, random-tree fundamental cycles": {"lift": {"basis": "fundamental", "tree": "random"}},
     "TopoRAG, digons kept": {"lift": {"parallel": "digon"}},
     "TopoRAG, relation edge texts": {"edge_text": "relation"},
     "TopoRAG, paper's Algorithm 3 (DFS, every 2-cell paying for its boundary)": {
