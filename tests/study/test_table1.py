@@ -125,3 +125,20 @@ def test_subgraphrag_reads_its_triples_as_facts():
     graph = TextualGraph(["cat", "mat"], [(0, 1, "sits on")])
     sub = Subcomplex(torch.tensor([0, 1]), torch.tensor([0]), torch.empty(0, dtype=torch.long), method="subgraphrag")
     assert textualize_subcomplex(graph, lift(graph), sub) == f"{KAPING_HEADER}\n(cat, sits on, mat)\n"
+
+
+TRAINS = {"prompt tuning": {"virtual"}, "GraphToken": {"encoder", "projector"}, "G-Retriever": {"encoder", "projector"},
+          "G-Retriever (own code)": {"encoder", "projector"}, "TopoRAG": {"encoder", "projector"},
+          "LoRA (text only)": {"lora"}, "GNN-RAG": {"lora"}, "G-Retriever + LoRA": {"encoder", "projector", "lora"},
+          "TopoRAG + LoRA": {"encoder", "projector", "lora"}}
+
+
+@pytest.mark.parametrize("method", sorted(TRAINS))
+def test_each_trained_method_trains_only_its_own_parts(method, tmp_path_factory):
+    llm = load_llm(make_tiny_model(tmp_path_factory.mktemp("llm"), CHATML), dtype=torch.float32)  # LoRA changes it
+    config = method_config(method, "synthetic_scenes").model
+    config = ModelConfig(**{**config.to_dict(), "hidden_dim": 8, "projector_hidden": 8})
+    model = TopoRAGModel(llm, 16, config)
+    parts = {"lora" if "lora_" in n else n.split(".")[0] for n, p in model.named_parameters() if p.requires_grad}
+    assert parts == TRAINS[method]
+    assert method_config(method, "synthetic_scenes").train
