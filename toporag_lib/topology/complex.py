@@ -8,7 +8,7 @@ so B1 @ B2 = 0. How a graph becomes a complex is `toporag_lib.topology.lifting`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -37,7 +37,8 @@ class CellComplex:
     2-cell c's boundary is `cell_nodes[cell_ptr[c]:cell_ptr[c+1]]` (ordered nodes), `cell_edges[...]` (ordered
     edges) and `cell_signs[...]`; `cell_generator[c]` is the edge that made it. `tree_mask[j]` says whether edge
     j is in the spanning forest (None for `basis="minimum"`). `z0`, `z1`, `z2` are the cell features.
-    Boundary matrices and index tensors are built on first use and cached: do not modify them in place.
+    Boundary matrices and index tensors are built on first use and cached (`lift_many` builds them in bulk): do
+    not modify them in place.
     """
 
     num_nodes: int
@@ -54,6 +55,14 @@ class CellComplex:
     z1: Tensor | None = None
     z2: Tensor | None = None
     _memo: dict = field(default_factory=dict)
+
+    @classmethod
+    def unchecked(cls, *values: object) -> CellComplex:
+        """`CellComplex(*values)` (every field, in order) without the frozen dataclass's __init__, which costs as
+        much as the rest of a small complex (`lift_many` makes thousands)."""
+        cc = object.__new__(cls)
+        cc.__dict__.update(zip(_FIELD_NAMES, values))
+        return cc
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{d}-cells={self.num_cells(d)}" for d in range(3))
@@ -162,6 +171,9 @@ class CellComplex:
 
     def _edge_adjacency(self) -> Tensor:
         return torch.from_numpy(_edge_pairs_within_cells(self.cell_ptr, self.cell_edges))
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(CellComplex))
 
 
 def boundary_positions(cell_ptr: np.ndarray, cells: np.ndarray) -> np.ndarray:
