@@ -20,6 +20,8 @@ from toporag_lib.topology.simple_graph import components_of, offsets, pair_keys
 
 __all__ = ["Cell", "CellComplex", "boundary_positions", "closure"]
 
+_BOUNDARY_KEYS, _INCIDENCE_KEYS, _ADJACENCY_KEYS = {1: "B1", 2: "B2"}, {1: "inc1", 2: "inc2"}, {0: "adj0", 1: "adj1"}
+
 
 class Cell(NamedTuple):
     """One 2-cell's boundary as a closed walk: edge i joins nodes[i] and nodes[i + 1 mod L]."""
@@ -87,6 +89,9 @@ class CellComplex:
 
     def boundary(self, dim: int) -> sp.csc_array:
         """Signed boundary matrix: B1 (|V| x |E|) for dim 1, B2 (|E| x |2-cells|) for dim 2; int32 CSC. B1 @ B2 = 0."""
+        built = self._memo.get(_BOUNDARY_KEYS.get(dim))  # the fast path: `build_all`-style loops call this a lot
+        if built is not None:
+            return built
         if _check_dim(dim, (1, 2)) == 1:
             return self._cached("B1", lambda: _node_edge_boundary(self.num_nodes, self.edge_src, self.edge_dst))
         return self._cached("B2", self._edge_cell_boundary)
@@ -96,6 +101,9 @@ class CellComplex:
 
         Dim 1 lists both ends of every edge and a self-loop's node once; dim 2 is exactly the nonzeros of B2.
         """
+        built = self._memo.get(_INCIDENCE_KEYS.get(dim))
+        if built is not None:
+            return built
         if _check_dim(dim, (1, 2)) == 1:
             return self._cached("inc1", self._node_edge_index)
         return self._cached("inc2", lambda: torch.from_numpy(np.stack([self.cell_edges, self._cell_of_position()])))
@@ -106,6 +114,9 @@ class CellComplex:
         Dim 0: nodes joined by a (non-loop) edge. Dim 1: two edges on the boundary of the same 2-cell; this has
         sum(L * (L - 1)) columns over the 2-cells' lengths L, so it is built on first use only.
         """
+        built = self._memo.get(_ADJACENCY_KEYS.get(dim))
+        if built is not None:
+            return built
         if _check_dim(dim, (0, 1)) == 0:
             return self._cached("adj0", self._node_adjacency)
         return self._cached("adj1", self._edge_adjacency)
