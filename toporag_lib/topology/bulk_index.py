@@ -3,8 +3,9 @@
 `lifting_many` lifts a disjoint union of graphs; here the boundary matrices and the four index tensors that
 `CellComplex` builds on first use (`boundary`, `incidence_index`, `upper_adjacency_index`) are built for all of
 its graphs with a few numpy passes, laid out graph after graph, so that each complex's copy is a slice: a
-[rows, k] index tensor is a contiguous view of its graph's block, and a boundary matrix is assembled from
-slices without scipy's format check (the constructor's checks cost more than the rest of a small graph's lift).
+[rows, k] index tensor is a contiguous view of its graph's block (empty ones are one shared tensor per batch), and
+a boundary matrix is assembled from slices without scipy's format check (the constructor's checks cost more than
+the rest of a small graph's lift).
 Every value equals what the lazy builders in `complex.py` give for the complex alone (tests check this).
 """
 
@@ -14,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+import torch
 from torch import from_numpy
 
 from toporag_lib.topology.simple_graph import offsets
@@ -81,8 +83,9 @@ def index_memos(lay: Layout, signs: np.ndarray, cell_edges: list[np.ndarray], ce
     b1 = [pieces(a, b1_bounds[:-1], b1_bounds[1:]) for a in (b1_data, b1_rows)]
     b1.append(pieces(local_ptr(b1_ptr, lay.edge_ptr), *own_ptr_bounds(lay.edge_ptr)))
     b2_data = pieces(signs.astype(np.int32), lay.pos_ptr[:-1], lay.pos_ptr[1:])
-    tensors = [[from_numpy(b.flat[x0:x1].reshape(b.rows, k)) for x0, x1, k in zip(b.bounds, b.bounds[1:], b.widths)]
-               for b in (_node_edge_index(lay, loops, edge_graph), _edge_cell_index(lay),
+    empty = {rows: torch.empty(rows, 0, dtype=torch.long) for rows in (2, 3)}  # shared: most small graphs have
+    tensors = [[from_numpy(b.flat[x0:x1].reshape(b.rows, k)) if k else empty[b.rows]  # no 2-cells, hence empty
+                for x0, x1, k in zip(b.bounds, b.bounds[1:], b.widths)] for b in (_node_edge_index(lay, loops, edge_graph), _edge_cell_index(lay),
                          _node_adjacency(lay, loops, edge_graph), _edge_adjacency(lay))]
     sizes = [np.diff(ptr).tolist() for ptr in (lay.node_ptr, lay.edge_ptr, lay.cell_ptr)]
     return [{"B1": unchecked_csc(d1, r1, q1, (n, m)), "B2": unchecked_csc(d2, r2, q2, (m, c)),
