@@ -6,7 +6,7 @@ PY       := $(VENV)/bin/python
 PIP      := $(PY) -m pip install --disable-pip-version-check -q -c constraints.txt
 STAMP    := $(VENV)/.setup-done
 
-.PHONY: setup test test-all reproduce lab bench clean-venv
+.PHONY: setup test test-all reproduce lab bench gpu-check clean-venv
 
 setup: $(STAMP)
 
@@ -36,6 +36,10 @@ lab: setup
 # Each benchmark prints ratios against a reference measured in the same run; one core for stable numbers.
 bench: setup
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; taskset -c 0 $(PY) $$script || exit 1; done
+
+# On a CUDA machine: the CUDA-marked tests and TopoRAG vs G-Retriever train steps with a Llama-2-7B-shaped LLM.
+gpu-check: setup
+	PY=$(PY) bash benchmarks/gpu_check.sh
 
 clean-venv:
 	rm -rf $(VENV)

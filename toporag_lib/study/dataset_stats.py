@@ -6,7 +6,7 @@ import pandas as pd
 
 from toporag_lib.data.dataset import QADataset
 from toporag_lib.data.registry import dataset_spec
-from toporag_lib.topology.lifting import lift
+from toporag_lib.topology.lifting_many import lift_many
 
 
 def per_graph_stats(dataset: QADataset) -> pd.DataFrame:
@@ -55,8 +55,7 @@ def lifting_stats(dataset: QADataset, variants: dict[str, dict], max_graphs: int
     graphs = [dataset[i].graph for i in representatives[:max_graphs]]
     per_graph, per_cell = [], []
     for name, options in variants.items():
-        for k, graph in enumerate(graphs):
-            cc = lift(graph, **options)
+        for k, cc in enumerate(lift_many(graphs, indices=False, **options)):
             summary = cc.summary()
             per_graph.append({"dataset": dataset.name, "variant": name, "graph": k, "cells2": cc.num_cells(2),
                               "betti_1": summary["betti_1"], "parallel_extra": summary["num_parallel_extra"]})

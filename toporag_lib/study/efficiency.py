@@ -40,6 +40,7 @@ from toporag_lib.topology.complex import CellComplex
 from toporag_lib.topology.lifting import lift
 
 if TYPE_CHECKING:
+    from toporag_lib.generation.llm import LLM
     from toporag_lib.generation.soft_prompt import TopoRAGModel
     from toporag_lib.training.examples import Example
     from toporag_lib.training.trainer import TrainConfig
@@ -267,8 +268,9 @@ def step_overrides(batch_size: int, num_batches: int, **options: Any) -> dict[st
     return {"limits": {"train": batch_size * num_batches, "val": 0, "test": 0}, "batch_size": batch_size, **options}
 
 
-def step_runners(methods: Sequence[str], dataset: str, overrides: dict[str, Any]) -> dict[str, StepRunner]:
-    """A runner per method on the same questions; the LLM is loaded once and shared (it stays frozen)."""
+def step_runners(methods: Sequence[str], dataset: str, overrides: dict[str, Any],
+                 llm: LLM | None = None) -> dict[str, StepRunner]:
+    """A runner per method on the same questions; the LLM (`llm`, else loaded from the config) is shared (frozen)."""
     from toporag_lib.generation.factory import DTYPES
     from toporag_lib.generation.llm import load_llm
     from toporag_lib.generation.soft_prompt import TopoRAGModel
@@ -279,7 +281,8 @@ def step_runners(methods: Sequence[str], dataset: str, overrides: dict[str, Any]
     configs = {m: method_config(m, dataset, overrides) for m in methods}
     examples = {m: make_examples(c, progress=False) for m, c in configs.items()}
     first = next(iter(configs.values()))
-    llm = load_llm(first.llm_path, dtype=DTYPES[first.llm_dtype], device=first.device)
+    if llm is None:
+        llm = load_llm(first.llm_path, dtype=DTYPES[first.llm_dtype], device=first.device)
     runners = {}
     for method, config in configs.items():
         (splits, in_dim), size = examples[method], config.batch_size

@@ -11,7 +11,8 @@ from toporag_lib.topology.lifting import (
            lift_edge_index,
 )
 from toporag_lib.topology.lifting_cache import lift_cached
+from toporag_lib.topology.lifting_many import lift_many
 
 __all__ = ["BASES", "PARALLEL", "TREES", "Cell", "CellComplex", "ComplexData", "LiftConfig", "boundary_positions",
            "closure",
-           "lift", "lift_cached", "lift_edge_index", "subcomplex"]
+           "lift", "lift_cached", "lift_edge_index", "lift_many", "subcomplex"]

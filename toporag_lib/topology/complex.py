@@ -8,7 +8,7 @@ so B1 @ B2 = 0. How a graph becomes a complex is `toporag_lib.topology.lifting`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -19,6 +19,8 @@ from torch import Tensor
 from toporag_lib.topology.simple_graph import components_of, offsets, pair_keys
 
 __all__ = ["Cell", "CellComplex", "boundary_positions", "closure"]
+
+_BOUNDARY_KEYS, _INCIDENCE_KEYS, _ADJACENCY_KEYS = {1: "B1", 2: "B2"}, {1: "inc1", 2: "inc2"}, {0: "adj0", 1: "adj1"}
 
 
 class Cell(NamedTuple):
@@ -37,7 +39,8 @@ class CellComplex:
     2-cell c's boundary is `cell_nodes[cell_ptr[c]:cell_ptr[c+1]]` (ordered nodes), `cell_edges[...]` (ordered
     edges) and `cell_signs[...]`; `cell_generator[c]` is the edge that made it. `tree_mask[j]` says whether edge
     j is in the spanning forest (None for `basis="minimum"`). `z0`, `z1`, `z2` are the cell features.
-    Boundary matrices and index tensors are built on first use and cached: do not modify them in place.
+    Boundary matrices and index tensors are built on first use and cached (`lift_many` builds them in bulk): do
+    not modify them in place.
     """
 
     num_nodes: int
@@ -54,6 +57,14 @@ class CellComplex:
     z1: Tensor | None = None
     z2: Tensor | None = None
     _memo: dict = field(default_factory=dict)
+
+    @classmethod
+    def unchecked(cls, *values: object) -> CellComplex:
+        """`CellComplex(*values)` (every field, in order) without the frozen dataclass's __init__, which costs as
+        much as the rest of a small complex (`lift_many` makes thousands)."""
+        cc = object.__new__(cls)
+        cc.__dict__.update(zip(_FIELD_NAMES, values))
+        return cc
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{d}-cells={self.num_cells(d)}" for d in range(3))
@@ -78,6 +89,9 @@ class CellComplex:
 
     def boundary(self, dim: int) -> sp.csc_array:
         """Signed boundary matrix: B1 (|V| x |E|) for dim 1, B2 (|E| x |2-cells|) for dim 2; int32 CSC. B1 @ B2 = 0."""
+        built = self._memo.get(_BOUNDARY_KEYS.get(dim))  # the fast path: `build_all`-style loops call this a lot
+        if built is not None:
+            return built
         if _check_dim(dim, (1, 2)) == 1:
             return self._cached("B1", lambda: _node_edge_boundary(self.num_nodes, self.edge_src, self.edge_dst))
         return self._cached("B2", self._edge_cell_boundary)
@@ -87,6 +101,9 @@ class CellComplex:
 
         Dim 1 lists both ends of every edge and a self-loop's node once; dim 2 is exactly the nonzeros of B2.
         """
+        built = self._memo.get(_INCIDENCE_KEYS.get(dim))
+        if built is not None:
+            return built
         if _check_dim(dim, (1, 2)) == 1:
             return self._cached("inc1", self._node_edge_index)
         return self._cached("inc2", lambda: torch.from_numpy(np.stack([self.cell_edges, self._cell_of_position()])))
@@ -97,6 +114,9 @@ class CellComplex:
         Dim 0: nodes joined by a (non-loop) edge. Dim 1: two edges on the boundary of the same 2-cell; this has
         sum(L * (L - 1)) columns over the 2-cells' lengths L, so it is built on first use only.
         """
+        built = self._memo.get(_ADJACENCY_KEYS.get(dim))
+        if built is not None:
+            return built
         if _check_dim(dim, (0, 1)) == 0:
             return self._cached("adj0", self._node_adjacency)
         return self._cached("adj1", self._edge_adjacency)
@@ -162,6 +182,9 @@ class CellComplex:
 
     def _edge_adjacency(self) -> Tensor:
         return torch.from_numpy(_edge_pairs_within_cells(self.cell_ptr, self.cell_edges))
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(CellComplex))
 
 
 def boundary_positions(cell_ptr: np.ndarray, cells: np.ndarray) -> np.ndarray:

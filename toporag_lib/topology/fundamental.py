@@ -25,13 +25,17 @@ class Forest(NamedTuple):
     up: list[np.ndarray]
 
 
-def spanning_forest(simple: SimpleGraph, tree: str, seed: int) -> Forest:
-    """BFS, DFS or random spanning forest, each component rooted at its smallest node."""
+def spanning_forest(simple: SimpleGraph, tree: str, seed: int, node_graph: np.ndarray | None = None) -> Forest:
+    """BFS, DFS or random spanning forest, each component rooted at its smallest node.
+
+    The random tree weighs the simple graph's k-th pair with `1 + default_rng(seed).random(...)[k]`; when
+    `node_graph` (sorted: node -> graph) marks a disjoint union, k counts from each graph's first pair instead.
+    """
     n = simple.n
     adj = simple.adjacency(simple.lo, simple.hi, 1)  # node n: a virtual root, isolated for now
     roots = np.unique(components_of(adj)[1][:n], return_index=True)[1]
     if tree == "random":
-        weights = 1.0 + np.random.default_rng(seed).random(len(simple.lo))
+        weights = _tree_weights(simple, seed, node_graph)
         mst = csgraph.minimum_spanning_tree(csr(simple.lo, simple.hi, weights, n)).tocoo()
         adj = simple.adjacency(mst.row, mst.col, 1)
     # Joining the virtual root (the last row) to every component's root makes the forest one tree; the
@@ -48,6 +52,14 @@ def spanning_forest(simple: SimpleGraph, tree: str, seed: int) -> Forest:
     parent_edge[child] = simple.rep[simple.pair_of(child, parent[child])]
     up, depth = _ancestor_tables(parent)
     return Forest(parent_edge, depth, up)
+
+
+def _tree_weights(simple: SimpleGraph, seed: int, node_graph: np.ndarray | None) -> np.ndarray:
+    rank = np.arange(len(simple.lo))
+    if node_graph is not None:  # pairs are sorted by their smaller node, hence by graph
+        graph = node_graph[simple.lo]
+        rank -= np.searchsorted(graph, graph)
+    return 1.0 + np.random.default_rng(seed).random(int(rank.max(initial=-1)) + 1)[rank]
 
 
 def _ancestor_tables(parent: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:

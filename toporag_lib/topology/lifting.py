@@ -10,7 +10,7 @@ which bounds one 2-cell. 2-cells are ordered by the id of the edge that made the
 Speed. `fundamental` traces all fundamental cycles at once with numpy (no Python loop over cycles). Beware that
 DFS trees make long cycles (on a WebQSP-sized graph, ~400 edges each on average): memory grows with the total cycle
 length, and the edge-edge upper adjacency with the sum of squared lengths (it is built on first use only;
-`max_cycle_len` bounds it).
+`max_cycle_len` bounds it). Many small graphs: `lifting_many.lift_many` lifts them as one disjoint union.
 
 Orientation. B1[src, j] = -1 and B1[dst, j] = +1. A 2-cell's boundary is stored as a closed walk that starts
 with the edge that made it, along that edge's direction: nodes v_0 = its source, v_1 = its target, ...; edge
@@ -74,7 +74,7 @@ class LiftConfig:
     parallel: str = "digon"  # parallel edges: "digon" (each extra one bounds a 2-cell of length 2) or "ignore"
 
     def __post_init__(self) -> None:
-        _check_options(1, self.tree, self.basis, self.max_cycle_len, self.parallel)
+        check_options(1, self.tree, self.basis, self.max_cycle_len, self.parallel)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -99,15 +99,29 @@ def lift_edge_index(num_nodes: int, src: np.ndarray, dst: np.ndarray, *, tree: s
                     max_cycle_len: int | None = LiftConfig.max_cycle_len,
                     parallel: str = LiftConfig.parallel) -> CellComplex:
     """`lift` on plain arrays: `num_nodes` nodes and edges `src[j] -> dst[j]` (no features)."""
-    _check_options(num_nodes, tree, basis, max_cycle_len, parallel)
+    check_options(num_nodes, tree, basis, max_cycle_len, parallel)
     src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
     if len(src) and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= num_nodes):
         raise ValueError(f"edges must join nodes 0..{num_nodes - 1}")
-    simple = SimpleGraph.build(num_nodes, src, dst)
     cap = np.iinfo(np.int64).max if max_cycle_len is None else max_cycle_len
+    gen, ptr, nodes, edges, tree_mask = lifted_cells(num_nodes, src, dst, tree, seed, basis, cap, parallel)
+    signs = np.where(src[edges] == nodes, 1, -1).astype(np.int8)
+    options = {"tree": tree, "seed": seed, "basis": basis, "max_cycle_len": max_cycle_len, "parallel": parallel}
+    return CellComplex(num_nodes, src, dst, ptr, nodes, edges, signs, gen, tree_mask, options)
+
+
+def lifted_cells(num_nodes: int, src: np.ndarray, dst: np.ndarray, tree: str, seed: int, basis: str, cap: int,
+                 parallel: str, node_graph: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """(generator, cell_ptr, flat nodes, flat edges, tree_mask) of the 2-cells of checked int64 edge arrays.
+
+    `node_graph` (sorted) marks `src, dst` as a disjoint union of graphs (`lifting_many`): the random tree then
+    draws each graph's weights as if that graph were lifted alone.
+    """
+    simple = SimpleGraph.build(num_nodes, src, dst)
     tree_mask = None
     if basis == "fundamental":
-        forest = spanning_forest(simple, tree, seed)
+        forest = spanning_forest(simple, tree, seed, node_graph)
         tree_mask = np.zeros(len(src), dtype=bool)
         tree_mask[forest.parent_edge[forest.parent_edge >= 0]] = True
         sets = [fundamental_cells(forest, simple, src, dst, tree_mask, cap)]
@@ -115,10 +129,7 @@ def lift_edge_index(num_nodes: int, src: np.ndarray, dst: np.ndarray, *, tree: s
         sets = [minimum_basis_cells(simple, src, dst, cap)]
     if parallel == "digon" and cap >= 2:
         sets.append(_digon_cells(simple, src, dst))
-    gen, ptr, nodes, edges = _assemble(sets)
-    signs = np.where(src[edges] == nodes, 1, -1).astype(np.int8)
-    options = {"tree": tree, "seed": seed, "basis": basis, "max_cycle_len": max_cycle_len, "parallel": parallel}
-    return CellComplex(num_nodes, src, dst, ptr, nodes, edges, signs, gen, tree_mask, options)
+    return (*_assemble(sets), tree_mask)
 
 
 def _digon_cells(simple: SimpleGraph, src: np.ndarray, dst: np.ndarray) -> CellSet:
@@ -148,7 +159,7 @@ def _assemble(sets: list[CellSet]) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     return gen[order], ptr, nodes, edges
 
 
-def _check_options(num_nodes: int, tree: str, basis: str, max_cycle_len: int | None, parallel: str) -> None:
+def check_options(num_nodes: int, tree: str, basis: str, max_cycle_len: int | None, parallel: str) -> None:
     if num_nodes == 0:
         raise ValueError("cannot lift a graph with no nodes: a cell complex needs at least one 0-cell")
     for name, value, allowed in (("tree", tree, TREES), ("basis", basis, BASES), ("parallel", parallel, PARALLEL)):
