@@ -8,6 +8,7 @@ import pytest
 from tiny_models import CHATML, make_tiny_model
 
 from toporag_lib.generation.soft_prompt import ModelConfig
+from toporag_lib.retrieval.textualize import KAPING_HEADER
 from toporag_lib.training import trainer as trainer_module
 from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import config_digest
@@ -45,8 +46,9 @@ def test_the_retriever_is_fitted_on_the_training_questions_only(tiny_llm, tiny_e
     assert fitted_method == method and params["fit_epochs"] == 2
     assert set(indices) == split["train"] and len(indices) == 6
     assert not set(indices) & (split["val"] | split["test"])
+    start = KAPING_HEADER if method == "subgraphrag" else "node_id,node_attr\n"  # triples as facts, paths as CSV
     for examples in trainer.examples.values():  # every split reads the learned retrieval: no 2-cells
-        assert all(e.complex.num_cells_2 == 0 and e.text.startswith("node_id,node_attr\n") for e in examples)
+        assert all(e.complex.num_cells_2 == 0 and e.text.startswith(start) for e in examples)
 
 
 def test_a_tiny_run_with_subgraphrag_retrieval_goes_end_to_end(tiny_llm, tiny_encoder_path, tmp_path):
@@ -64,8 +66,9 @@ def test_subgraphrag_examples_hold_at_most_top_k_triples(tiny_llm, tiny_encoder_
                       tmp_path, progress=False)
     for examples in trainer.examples.values():
         for e in examples:
-            edge_rows = e.text.split("\n\n")[1].strip().splitlines()[1:]  # after the nodes CSV and the header
-            assert len(edge_rows) == e.complex.num_cells_1 == 3  # every testbed graph has more than 3 edges
+            facts = e.text.strip().splitlines()[1:]  # one triple per line after the header
+            assert len(facts) == e.complex.num_cells_1 == 3  # every testbed graph has more than 3 edges
+            assert all(fact.startswith("(") and fact.endswith(")") for fact in facts)
 
 
 def test_the_learned_retrievals_keys_keep_old_run_ids():

@@ -27,8 +27,8 @@ from toporag_lib.retrieval.learned import FittedRetriever, fit
 from toporag_lib.retrieval.methods import Subcomplex, retrieve
 from toporag_lib.retrieval.question import GraphQuestion, graph_question
 from toporag_lib.topology.complex import CellComplex
-from toporag_lib.topology.lifting import lift
 from toporag_lib.topology.lifting_cache import lift_cached
+from toporag_lib.topology.lifting_many import lift_many
 
 
 @dataclass
@@ -59,10 +59,13 @@ def prepare(dataset: QADataset, encoder: TextEncoder | None = None, progress: bo
     representatives, graph_of = dataset.distinct_graphs()
     graphs = [dataset[i].graph for i in representatives]
     features = embed_graphs(graphs, encoder, edge_text)
-    lifter = lift_cached if cache_lifts else lift
-    complexes = [lifter(g, node_emb=nodes, edge_emb=edges, **lift_options)
-                 for g, (nodes, edges) in tqdm(list(zip(graphs, features)), desc=f"lifting {dataset.name}",
-                                               unit="graph", disable=not progress)]
+    if cache_lifts:
+        complexes = [lift_cached(g, node_emb=nodes, edge_emb=edges, **lift_options)
+                     for g, (nodes, edges) in tqdm(list(zip(graphs, features)), desc=f"lifting {dataset.name}",
+                                                   unit="graph", disable=not progress)]
+    else:  # all graphs at once (`lift_many`: the same complexes as `lift`, graph by graph)
+        complexes = [cc.with_features(nodes, edges) for cc, (nodes, edges) in zip(lift_many(graphs, **lift_options),
+                                                                                   features)]
     queries = encoder.encode([s.query for s in dataset])
     return PreparedDataset(dataset, complexes, graph_of, queries, dict(lift_options))
 
