@@ -14,7 +14,7 @@ edges, |boundary| * cost_e ("boundary": choosing a 2-cell pays for the edges the
 in G-Retriever (virtual nodes for edges whose prize exceeds the edge cost). The PCST is unrooted with 'gw' pruning;
 its solution is closed under the boundary, so the result is a connected subcomplex (eq. 15).
 
-`PAPER_ALGORITHM_3` names the literal reading (every 2-cell, paying for its boundary); the defaults are chosen by
+`config.PAPER_ALGORITHM_3` names the literal reading (every 2-cell, paying for its boundary); the defaults are chosen by
 the evidence-recall measurements of notebook 03 (`toporag_lib.retrieval.config`).
 """
 

@@ -25,6 +25,7 @@ from toporag_lib.study.retrieval_diagnostics import (
     rates_with_intervals,
     retrieval_report,
 )
+from toporag_lib.retrieval.config import PAPER_ALGORITHM_3
 from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.preprocess import PreparedDataset, prepare, retrieve_all
 
@@ -43,7 +44,7 @@ RETRIEVAL_VARIANTS: dict[str, dict[str, Any]] = {
     "TopoRAG, relation edge texts": {"edge_text": "relation"},
     "TopoRAG, paper's Algorithm 3 (DFS, every 2-cell paying for its boundary)": {
         "lift": {"basis": "fundamental", "tree": "dfs", "parallel": "digon"}, "edge_text": "relation",
-        "retrieval": {"k1": 5, "cells": "all", "cell_cost": "boundary"}},
+        "retrieval": {"k1": 5, **PAPER_ALGORITHM_3}},
     "TopoRAG, before the testbed (BFS, top-k2, relation)": OLD_DEFAULT,
     "G-Retriever": {"lift": OLD_DEFAULT["lift"], "edge_text": "relation", "retrieval": {"method": "gretriever"}},
     "G-Retriever, triple edge texts": {"retrieval": {"method": "gretriever"}},
