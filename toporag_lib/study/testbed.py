@@ -21,11 +21,11 @@ from toporag_lib.data.dataset import QADataset
 from toporag_lib.data.metrics import exact_match_correct, scenegraphs_correct
 from toporag_lib.data.scene_solvers import SOLVERS
 from toporag_lib.embed import TextEncoder
+from toporag_lib.retrieval.config import PAPER_ALGORITHM_3
 from toporag_lib.study.retrieval_diagnostics import (
     rates_with_intervals,
     retrieval_report,
 )
-from toporag_lib.retrieval.config import PAPER_ALGORITHM_3
 from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.preprocess import PreparedDataset, prepare, retrieve_all
 
