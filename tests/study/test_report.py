@@ -94,3 +94,11 @@ def test_headline_keeps_full_split_runs_of_any_commit_and_subset_runs_of_the_new
     text = report.headline(tmp_path)
     assert "| explagraphs | TopoRAG | 554 |" in text and "0.710" in text
     assert "| explagraphs | zero-shot | 60 |" in text and "G-Retriever" not in text  # an older subset run
+
+
+def test_a_record_names_the_commit_its_process_started_from(tmp_path, monkeypatch):
+    from toporag_lib.training import ledger as ledger_module
+
+    monkeypatch.setattr(ledger_module, "STARTED_FROM", "abc1234+changes")
+    record(tmp_path / "runs", "TopoRAG", "explagraphs", 42, 0.5)
+    assert read_ledger(tmp_path / "runs")[0]["commit"] == "abc1234+changes"

@@ -83,6 +83,11 @@ def commit() -> str | None:
     return head + ("+changes" if dirty else "")
 
 
+STARTED_FROM = commit()
+"""The commit (and "+changes") this process's code came from: a record names it, not the checkout's state when the
+run finished (hours later, other commits may have landed)."""
+
+
 def run_id(config: dict[str, Any]) -> str:
     return f"{config['dataset']}-{config_digest(config)}"
 
@@ -101,7 +106,7 @@ def record_run(run_dir: str | Path, ledger: str | Path, name: str, command: str 
     if existing.exists() and json.loads(existing.read_text()).get("metrics") == metrics:
         return folder
     record = {"run_id": folder.name, "name": name, "command": command or os.environ.get(COMMAND_ENV)
-              or " ".join([Path(sys.executable).name, *sys.argv]), "commit": commit(), "hardware": hardware(),
+              or " ".join([Path(sys.executable).name, *sys.argv]), "commit": STARTED_FROM, "hardware": hardware(),
               "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "config": config,
               "metrics": metrics}
     atomic.write_bytes(folder / f"predictions_{split}.jsonl", (run_dir / f"predictions_{split}.jsonl").read_bytes())
