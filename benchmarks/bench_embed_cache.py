@@ -21,7 +21,8 @@ from pathlib import Path
 import pandas as pd
 
 from toporag_lib.data import load_dataset
-from toporag_lib.embed import TextEncoder, embed_graphs, one_torch_thread
+from toporag_lib.embed import TextEncoder, embed_graphs
+from toporag_lib.seeding import one_torch_thread
 
 
 def timed(run) -> float:

@@ -32,8 +32,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -42,6 +41,7 @@ from tqdm.auto import tqdm
 from toporag_lib import atomic
 from toporag_lib.data.graph import TextualGraph
 from toporag_lib.paths import cache_dir
+from toporag_lib.seeding import one_torch_thread
 
 ENCODE_CHUNK = 2048  # texts per progress-bar step and per cache shard
 BATCH_TOKENS = 4096  # "length" batching: rows per batch = BATCH_TOKENS // tokens, between 1 and MAX_BATCH_ROWS
@@ -158,17 +158,6 @@ class EmbeddingCache:
         path = self.folder / f"shard-{uuid.uuid4().hex}.pt"
         atomic.torch_save(shard, path)
         self._index(shard, path)
-
-
-@contextmanager
-def one_torch_thread() -> Iterator[None]:
-    """Run the block with torch on one CPU thread, then restore the caller's thread count."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def check_batching(batching: object, where: str = "batching") -> None:

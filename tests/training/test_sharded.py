@@ -13,8 +13,9 @@ from distributed import Client, LocalCluster
 from toporag_lib import atomic
 from toporag_lib.data import load_dataset
 from toporag_lib.data.graph import QASample, TextualGraph
-from toporag_lib.embed import TextEncoder, one_torch_thread
+from toporag_lib.embed import TextEncoder
 from toporag_lib.retrieval import dataset_retrieval
+from toporag_lib.seeding import one_torch_thread
 from toporag_lib.training import sharded
 from toporag_lib.training.examples import build_examples
 from toporag_lib.training.preprocess import prepare

@@ -16,8 +16,7 @@ without edges.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +30,7 @@ from toporag_lib.retrieval.methods import check_query
 from toporag_lib.retrieval.question import GraphQuestion
 from toporag_lib.retrieval.subcomplex import Subcomplex, empty_ids
 from toporag_lib.retrieval.subgraphrag import TripleScorer
+from toporag_lib.seeding import one_torch_thread
 from toporag_lib.topology.complex import closure
 
 MODELS: dict[str, type[TripleScorer] | type[CandidateGNN]] = {"subgraphrag": TripleScorer, "gnnrag": CandidateGNN}
@@ -60,21 +60,10 @@ class FittedRetriever:
         else:
             _check_question(question, self.model.dim)
             self.model.eval()
-            with torch.no_grad(), one_thread():
+            with torch.no_grad(), one_torch_thread():
                 sub = self.model.select(question, self.model(question), self.config)
             nodes, edges = sub.nodes, sub.edges
         return Subcomplex(*closure(cc, nodes, edges, empty_ids()), method=self.method, params=self.params)
-
-
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """Run the block on one torch thread, then restore the caller's number."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _check_question(question: GraphQuestion, dim: int) -> None:
@@ -111,7 +100,7 @@ def fit(method: str, questions: Sequence[GraphQuestion], **params: Any) -> Fitte
     dim = targets[0][0].cc.z0.shape[1]
     for question, _ in targets:
         _check_question(question, dim)
-    with torch.random.fork_rng(), one_thread():
+    with torch.random.fork_rng(), one_torch_thread():
         torch.manual_seed(config.fit_seed)
         model = kind.from_config(dim, config)
         optimizer = torch.optim.Adam(model.parameters(), lr=config.fit_lr)

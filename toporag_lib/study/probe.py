@@ -28,10 +28,10 @@ from tqdm.auto import tqdm
 
 from toporag_lib.data.dataset import QADataset
 from toporag_lib.data.scene_testbed import ANSWERS
-from toporag_lib.embed import TextEncoder, one_torch_thread
+from toporag_lib.embed import TextEncoder
 from toporag_lib.nn import build_encoder
 from toporag_lib.retrieval import retrieve
-from toporag_lib.seeding import seed_everything
+from toporag_lib.seeding import one_torch_thread, seed_everything
 from toporag_lib.topology.batching import ComplexData
 from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.preprocess import prepare
