@@ -283,3 +283,25 @@ def test_a_2cell_that_pays_for_its_boundary_is_a_leaf_not_a_free_hub():
     cc = lift(graph, torch.eye(8)[:6], torch.eye(8)[2:8])
     sub = retrieve(cc, torch.eye(8)[0] + torch.eye(8)[3], "toporag", k0=2, cells="all", cell_cost="boundary")
     assert set(sub.edges.tolist()) >= {int(e) for c in sub.cells2.tolist() for e in cc.cell(c).edges}
+
+
+@given(st.lists(st.sampled_from([0.5, -0.25, 0.0, 1.0, 0.125, float("inf"), -float("inf")]), max_size=40),
+       st.integers(0, 45))
+def test_top_k_is_exactly_the_stable_full_sort(values, k):
+    from toporag_lib.retrieval.prizes import top_k
+
+    scores = np.array(values, dtype=np.float32)  # few distinct values: many ties at the threshold
+    expected = np.argsort(-scores, kind="stable")[:min(k, len(scores))]
+    assert np.array_equal(top_k(scores, k), expected)
+
+
+def test_top_k_on_random_scores_and_nan():
+    from toporag_lib.retrieval.prizes import top_k
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        scores = rng.integers(0, 20, size=int(rng.integers(1, 300))).astype(np.float32) / 7
+        k = int(rng.integers(1, 20))
+        assert np.array_equal(top_k(scores, k), np.argsort(-scores, kind="stable")[:k])
+    with_nan = np.array([0.1, np.nan, 0.3, 0.2], dtype=np.float32)
+    assert np.array_equal(top_k(with_nan, 2), np.argsort(-with_nan, kind="stable")[:2])

@@ -18,9 +18,19 @@ def unit_cosine(query: torch.Tensor | np.ndarray, unit_features: torch.Tensor) -
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """TopK of paper eq. 12: indices of the k highest scores, best first; ties broken by the lower index."""
+    """TopK of paper eq. 12: indices of the k highest scores, best first; ties broken by the lower index.
+
+    Exactly `np.argsort(-scores, kind="stable")[:k]`, in linear time: only the scores at or above the k-th highest
+    (ties at the threshold included, so the lower indices win) are sorted."""
     k = min(k, len(scores))
-    return np.argsort(-scores, kind="stable")[:k]
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    negated = -scores
+    if k >= len(scores) or np.isnan(negated).any():
+        return np.argsort(negated, kind="stable")[:k]
+    threshold = np.partition(negated, k - 1)[k - 1]
+    candidates = np.flatnonzero(negated <= threshold)
+    return candidates[np.argsort(negated[candidates], kind="stable")[:k]]
 
 
 def rank_prizes(scores: np.ndarray, k: int) -> np.ndarray:
