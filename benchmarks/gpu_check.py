@@ -52,13 +52,15 @@ class Check:
     warmup: int
     steps: int
     encoder_path: str | None = None  # None: the bundled sentence encoder
+    tokenizer_path: str | None = None  # None: the bundled SmolLM2's tokenizer
 
 
-def make_llm(shape: dict[str, int], device: str, dtype: torch.dtype) -> LLM:
-    """A randomly initialised Llama of `shape` built directly on `device` in `dtype`, with SmolLM2's tokenizer."""
+def make_llm(shape: dict[str, int], device: str, dtype: torch.dtype, tokenizer_path: str | None = None) -> LLM:
+    """A randomly initialised Llama of `shape` built directly on `device` in `dtype`, with SmolLM2's tokenizer (or
+    the one in `tokenizer_path`)."""
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    tokenizer = AutoTokenizer.from_pretrained(bundled_model_dir())
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_path or bundled_model_dir())
     config = LlamaConfig(**{**shape, "vocab_size": max(shape["vocab_size"], len(tokenizer))},
                          bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
                          pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False)
@@ -95,7 +97,7 @@ def run_check(check: Check) -> pd.DataFrame:
     from toporag_lib.data import load_dataset
 
     start = time.perf_counter()
-    llm = make_llm(check.shape, check.device, check.dtype)
+    llm = make_llm(check.shape, check.device, check.dtype, check.tokenizer_path)
     built = time.perf_counter() - start
     runners = step_runners(STEP_METHODS, "explagraphs", overrides(check), llm=llm)
     times = interleaved_step_times(runners, check.warmup, check.steps)

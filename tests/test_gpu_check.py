@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny_models import CHATML, make_tiny_model
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.py"
 spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
@@ -16,13 +17,19 @@ spec.loader.exec_module(gpu_check)
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
-def tiny_check(device: str, dtype: torch.dtype, encoder: Path) -> gpu_check.Check:
+@pytest.fixture(scope="module")
+def tokenizer_path(tmp_path_factory) -> str:
+    """A tiny model's folder for its tokenizer (the bundled SmolLM2 would be converted from GGUF first)."""
+    return str(make_tiny_model(tmp_path_factory.mktemp("tokenizer"), CHATML))
+
+
+def tiny_check(device: str, dtype: torch.dtype, encoder: Path, tokenizer: str) -> gpu_check.Check:
     return gpu_check.Check("tiny Llama", gpu_check.TINY, device, dtype, batch_size=2, warmup=0, steps=1,
-                           encoder_path=str(encoder))
+                           encoder_path=str(encoder), tokenizer_path=tokenizer)
 
 
-def test_the_llm_has_the_asked_shape_dtype_and_room_for_every_token_id():
-    llm = gpu_check.make_llm(gpu_check.TINY, "cpu", torch.bfloat16)
+def test_the_llm_has_the_asked_shape_dtype_and_room_for_every_token_id(tokenizer_path):
+    llm = gpu_check.make_llm(gpu_check.TINY, "cpu", torch.bfloat16, tokenizer_path)
     config = llm.model.config
     assert (config.hidden_size, config.num_hidden_layers, config.intermediate_size) == (64, 2, 128)
     assert config.vocab_size == max(32000, len(llm.tokenizer)) and llm.dtype == torch.bfloat16
@@ -30,8 +37,8 @@ def test_the_llm_has_the_asked_shape_dtype_and_room_for_every_token_id():
     assert not any(p.requires_grad for p in llm.parameters())
 
 
-def test_cpu_smoke_times_both_methods_beside_the_paper(tiny_encoder_path):
-    check = tiny_check("cpu", torch.float32, tiny_encoder_path)
+def test_cpu_smoke_times_both_methods_beside_the_paper(tiny_encoder_path, tokenizer_path):
+    check = tiny_check("cpu", torch.float32, tiny_encoder_path, tokenizer_path)
     table = gpu_check.run_check(check)
     assert sorted(table.method) == ["G-Retriever", "TopoRAG"]
     assert (table.seconds_per_step > 0).all() and table.peak_gpu_mb.isna().all()
@@ -49,6 +56,6 @@ def test_without_cuda_the_full_check_says_so():
 
 @pytest.mark.cuda
 @needs_cuda
-def test_tiny_llama_steps_on_cuda_in_bfloat16(tiny_encoder_path):
-    table = gpu_check.run_check(tiny_check("cuda", torch.bfloat16, tiny_encoder_path))
+def test_tiny_llama_steps_on_cuda_in_bfloat16(tiny_encoder_path, tokenizer_path):
+    table = gpu_check.run_check(tiny_check("cuda", torch.bfloat16, tiny_encoder_path, tokenizer_path))
     assert (table.seconds_per_step > 0).all() and (table.peak_gpu_mb > 0).all()
