@@ -88,6 +88,25 @@ def test_a_killed_run_resumes_to_the_same_weights(tiny_llm, tiny_encoder_path, t
     assert all(torch.equal(expected[k], got[k]) for k in expected)
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_killed_cuda_run_with_dropout_resumes_to_the_same_weights(tiny_llm, tiny_encoder_path, tmp_path):
+    """The checkpoint keeps CUDA's random state too, so dropout on the GPU repeats after a resume."""
+    model = ModelConfig(encoder="cellular", hidden_dim=16, projector_hidden=32, num_layers=1, dropout=0.2, lora=True)
+    cfg = config(tiny_llm, tiny_encoder_path, model=model, device="cuda")
+    whole = Trainer(cfg, tmp_path / "whole", progress=False)
+    whole.train()
+    killed = Trainer(cfg, tmp_path / "killed", progress=False)
+    killed.train(stop_after_steps=4)
+    assert atomic.torch_load(killed.checkpoint_path, weights_only=False)["cuda_rng"]  # saved, not empty
+    torch.cuda.manual_seed_all(12345)  # a new process would start from another CUDA state
+    resumed = Trainer(cfg, tmp_path / "killed", progress=False)
+    assert resumed.resume()
+    resumed.train()
+    expected, got = whole.model.trainable_state(), resumed.model.trainable_state()
+    assert all(torch.equal(expected[k].cpu(), got[k].cpu()) for k in expected)
+
+
 def test_a_finished_constant_rate_run_extends_to_the_weights_of_a_longer_run(tiny_llm, tiny_encoder_path, tmp_path):
     cfg = config(tiny_llm, tiny_encoder_path, schedule="constant", warmup_ratio=0.0)
     whole = Trainer(cfg, tmp_path / "whole", progress=False)
