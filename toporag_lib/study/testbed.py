@@ -21,13 +21,18 @@ from toporag_lib.data.dataset import QADataset
 from toporag_lib.data.metrics import exact_match_correct, scenegraphs_correct
 from toporag_lib.data.scene_solvers import SOLVERS
 from toporag_lib.embed import TextEncoder
-from toporag_lib.retrieval.config import PAPER_ALGORITHM_3
+from toporag_lib.retrieval.config import LEARNED_METHODS, PAPER_ALGORITHM_3
 from toporag_lib.study.retrieval_diagnostics import (
     rates_with_intervals,
     retrieval_report,
 )
 from toporag_lib.training.config import TrainConfig
-from toporag_lib.training.preprocess import PreparedDataset, prepare, retrieve_all
+from toporag_lib.training.preprocess import (
+    PreparedDataset,
+    fit_retriever,
+    prepare,
+    retrieve_all,
+)
 
 OLD_DEFAULT = {"lift": {"basis": "fundamental", "tree": "bfs", "parallel": "digon"}, "edge_text": "relation",
                "retrieval": {"k1": 5, "cells": "top_k"}}
@@ -49,6 +54,8 @@ RETRIEVAL_VARIANTS: dict[str, dict[str, Any]] = {
     "G-Retriever": {"lift": OLD_DEFAULT["lift"], "edge_text": "relation", "retrieval": {"method": "gretriever"}},
     "G-Retriever, triple edge texts": {"retrieval": {"method": "gretriever"}},
     "shortest paths (w/o TSR)": {"retrieval": {"method": "shortest_path"}},
+    "SubgraphRAG (fitted on the training split)": {"retrieval": {"method": "subgraphrag"}},
+    "GNN-RAG (fitted on the training split)": {"retrieval": {"method": "gnnrag"}},
 }
 
 
@@ -76,19 +83,33 @@ def floors(dataset: QADataset, split: str = "test") -> pd.DataFrame:
 
 
 def evidence_table(dataset: QADataset, variants: dict[str, dict[str, Any]], encoder: TextEncoder,
-                   count_tokens: Callable[[str], int] | None = None) -> pd.DataFrame:
+                   count_tokens: Callable[[str], int] | None = None,
+                   fit_on: QADataset | None = None) -> pd.DataFrame:
     """Evidence recall, answer coverage and tokens per variant and family on `dataset`, with 95% intervals (see the
-    module docstring); each distinct (lifting, edge text) is prepared once."""
-    prepared: dict[str, PreparedDataset] = {}
+    module docstring); each distinct (lifting, edge text) is prepared once. A learned retrieval (SubgraphRAG,
+    GNN-RAG) is fitted on `fit_on` (the training split; never `dataset`); without it such variants are left out."""
+    prepared: dict[tuple[str, str], PreparedDataset] = {}
+
+    def prepared_for(data: QADataset, config: TrainConfig, role: str) -> PreparedDataset:
+        key = (role, repr((config.lift, config.edge_text)))
+        if key not in prepared:
+            prepared[key] = prepare(data, encoder, progress=False, edge_text=config.edge_text,
+                                    **config.lift.to_dict())
+        return prepared[key]
+
     reports = []
     for name, change in variants.items():
         config = TrainConfig.from_dict({"dataset": dataset.name, **change})
-        key = repr((config.lift, config.edge_text))
-        if key not in prepared:
-            prepared[key] = prepare(dataset, encoder, progress=False, edge_text=config.edge_text,
-                                    **config.lift.to_dict())
-        subs = retrieve_all(prepared[key], **config.retrieval.kwargs())
-        reports.append(retrieval_report(prepared[key], subs, count_tokens=count_tokens).assign(method=name))
+        params = config.retrieval.kwargs()
+        fitted = None
+        if config.retrieval.method in LEARNED_METHODS:
+            if fit_on is None:
+                continue
+            train = prepared_for(fit_on, config, "fit")
+            fitted = fit_retriever(train, train_indices=range(len(fit_on)), **params)
+        target = prepared_for(dataset, config, "evaluate")
+        subs = retrieve_all(target, fitted=fitted, **params)
+        reports.append(retrieval_report(target, subs, count_tokens=count_tokens).assign(method=name))
     report = pd.concat(reports, ignore_index=True)
     rates = [r for r in ("evidence_recall", "covers_answer", "loop_2cell_retrieved") if r in report]
     return rates_with_intervals(report, ["method", "family"], rates)
