@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from toporag_lib.data import load_dataset
 from toporag_lib.embed import TextEncoder
 from toporag_lib.study import testbed
@@ -23,3 +25,16 @@ def test_learned_variants_are_fitted_on_the_given_split_or_left_out(tiny_encoder
     assert table[table.method == "SubgraphRAG"].n.sum() == table[table.method == "TopoRAG"].n.sum()
     without = testbed.evidence_table(test, VARIANTS, encoder)
     assert set(without.method) == {"TopoRAG"}
+
+
+def test_accuracy_by_cycles_finds_questions_with_a_method_suffix():
+    from toporag_lib.data.metrics import explagraphs_correct
+    from toporag_lib.study.experiments import COT_BAG
+
+    data = load_dataset("explagraphs")
+    test = data.take(data.split["test"][:40])
+    records = [{"question": s.question + COT_BAG, "label": s.label, "pred": s.label} for s in test]
+    table = testbed.accuracy_by_cycles(records, test, explagraphs_correct)
+    assert table.n.sum() == 40 and (table.accuracy.dropna() == 1.0).all()
+    with pytest.raises(KeyError, match="not one of the dataset's"):
+        testbed.accuracy_by_cycles([{"question": "elsewhere", "label": "x", "pred": "x"}], test, explagraphs_correct)

@@ -115,6 +115,17 @@ def evidence_table(dataset: QADataset, variants: dict[str, dict[str, Any]], enco
     return rates_with_intervals(report, ["method", "family"], rates)
 
 
+def _asked(question: str, known: dict[str, bool]) -> str:
+    """The dataset's question inside a prediction record's, which may end with lines a method appended (a CoT
+    suffix): trailing lines are dropped until a known question remains."""
+    asked = question
+    while asked not in known and "\n" in asked:
+        asked = asked.rsplit("\n", 1)[0]
+    if asked not in known:
+        raise KeyError(f"prediction record's question {question[:80]!r} is not one of the dataset's")
+    return asked
+
+
 def accuracy_by_cycles(records: list[dict], dataset: QADataset, correct: Callable[[str, str], bool]) -> pd.DataFrame:
     """A run's accuracy on the questions whose graph has a cycle and on those whose graph has none (prediction
     records matched to `dataset`'s samples by question text): what a dataset can show about 2-cells depends on the
@@ -122,6 +133,6 @@ def accuracy_by_cycles(records: list[dict], dataset: QADataset, correct: Callabl
     cyclic = {s.question: s.graph.num_independent_cycles() > 0 for s in dataset}
     rows = []
     for name, wanted in (("graph with a cycle", True), ("acyclic graph", False)):
-        hits = [correct(r["pred"], r["label"]) for r in records if cyclic[r["question"]] is wanted]
+        hits = [correct(r["pred"], r["label"]) for r in records if cyclic[_asked(r["question"], cyclic)] is wanted]
         rows.append({"questions": name, "n": len(hits), "accuracy": sum(hits) / len(hits) if hits else float("nan")})
     return pd.DataFrame(rows)
