@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import operator
+import os
+import time
 from dataclasses import replace
 
 import pytest
@@ -99,7 +101,11 @@ def test_rerun_recomputes_only_missing_shards(client, tiny_encoder_path, tmp_pat
     del manifest["shards"][sharded.shard_name(1)]  # a shard written just before a kill, not yet recorded
     (tmp_path / sharded.MANIFEST).write_text(json.dumps(manifest))
     first.paths[3].write_bytes(before[sharded.shard_name(3)][1][:1000])  # a shard truncated after it was recorded
+    leftover = tmp_path / ".shard-00001.pt.tmp"  # the temporary file of a killed write
+    leftover.write_bytes(b"half a shard")
+    os.utime(leftover, (time.time() - 7200, time.time() - 7200))
     second = run(tmp_path, tiny_encoder_path, client)
+    assert not leftover.exists()
     assert second.computed == [1, 2, 3] and second.counts == first.counts
     after = {path.name: (path.stat().st_mtime_ns, path.read_bytes()) for path in second.paths}
     assert after[sharded.shard_name(0)] == before[sharded.shard_name(0)]  # untouched

@@ -244,3 +244,17 @@ def test_several_soft_tokens_are_distinct_and_follow_the_graph(tiny_llm, tiny_en
     assert not torch.allclose(soft[0, 0], soft[0, 1])  # each graph token is its own slice of the projector
     assert torch.equal(soft[0, 3:], soft[1, 3:])  # virtual tokens do not depend on the graph
     assert torch.isfinite(trainer.model.loss(batch, max_txt_len=48))
+
+
+def test_resuming_clears_the_temporary_files_of_killed_checkpoint_writes(tiny_llm, tiny_encoder_path, tmp_path):
+    import os
+    import time
+
+    cfg = config(tiny_llm, tiny_encoder_path)
+    Trainer(cfg, tmp_path, progress=False).train(stop_after_steps=1)
+    stale, fresh = tmp_path / ".checkpoint.pt.a1.tmp", tmp_path / ".checkpoint.pt.b2.tmp"
+    for leftover in (stale, fresh):
+        leftover.write_bytes(b"half a checkpoint")
+    os.utime(stale, (time.time() - 7200, time.time() - 7200))
+    assert Trainer(cfg, tmp_path, progress=False).resume()
+    assert not stale.exists() and fresh.exists()  # a fresh one may belong to a live writer

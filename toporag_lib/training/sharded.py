@@ -130,6 +130,7 @@ def preprocess_sharded(dataset_name: str, out_dir: str | Path, shard_size: int =
               **survey}
     out = Path(out_dir)
     manifest = _open_manifest(out, config)
+    atomic.remove_stale_temporaries(out)  # shards whose writes were killed
     job = ShardJob(dataset_name, options_json, encoder, config["lift_options"], params, shard_size, str(out),
                    manifest["fingerprint"])
     todo = [k for k in range(_num_shards(config)) if not _finished(out, manifest, k)]
