@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import tempfile
 import time
@@ -104,3 +105,11 @@ def remove_stale_temporaries(folder: str | Path, older_than_s: float = 3600.0) -
         except FileNotFoundError:
             pass
     return removed
+
+
+def parse_json(text: str, where: str) -> Any:
+    """Parsed JSON, or a DamagedFileError naming where the damaged text came from (a file, a line)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DamagedFileError(f"{where} is damaged (not valid JSON: {err})") from None

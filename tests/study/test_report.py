@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -102,3 +103,13 @@ def test_a_record_names_the_commit_its_process_started_from(tmp_path, monkeypatc
     monkeypatch.setattr(ledger_module, "STARTED_FROM", "abc1234+changes")
     record(tmp_path / "runs", "TopoRAG", "explagraphs", 42, 0.5)
     assert read_ledger(tmp_path / "runs")[0]["commit"] == "abc1234+changes"
+
+
+@pytest.mark.parametrize("damaged", ["record.json", "predictions_test.jsonl"])
+def test_a_damaged_ledger_file_is_a_named_error(tmp_path, damaged):
+    record(tmp_path / "runs", "TopoRAG", "explagraphs", 42, 0.5)
+    (path,) = (tmp_path / "runs").glob(f"*/{damaged}")
+    path.write_text('{"name": "TopoRAG", "metr\n' if damaged == "record.json" else '{"pred": "a"}\n{"pred": \n')
+    where = str(path) + ("" if damaged == "record.json" else ", line 2")
+    with pytest.raises(ValueError, match=f"{re.escape(where)} is damaged"):
+        read_ledger(tmp_path / "runs")

@@ -146,3 +146,9 @@ def test_a_graph_that_cannot_be_lifted_names_dataset_shard_and_sample(monkeypatc
     manifest = json.loads((tmp_path / sharded.MANIFEST).read_text())
     assert list(manifest["shards"]) == [sharded.shard_name(0)]  # what finished before the error stays recorded
     sharded._dataset.cache_clear()
+
+
+def test_a_damaged_manifest_is_a_named_error(tmp_path):
+    (tmp_path / sharded.MANIFEST).write_text('{"fingerprint": "ab')
+    with pytest.raises(atomic.DamagedFileError, match=f"{sharded.MANIFEST} is damaged"):
+        list(iter_records(tmp_path))

@@ -33,7 +33,8 @@ def write_predictions(path: str | Path, records: Sequence[dict]) -> Path:
 
 
 def read_predictions(path: str | Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    lines = Path(path).read_text().splitlines()
+    return [atomic.parse_json(line, f"{path}, line {number}") for number, line in enumerate(lines, 1) if line.strip()]
 
 
 # The learned retrievals' parameters (`retrieval.learned`), at their defaults: no earlier run read them.
@@ -119,6 +120,6 @@ def read_ledger(ledger: str | Path) -> list[dict[str, Any]]:
     records = []
     for path in sorted(Path(ledger).glob(f"*/{RECORD}")):
         predictions = path.parent / "predictions_test.jsonl"
-        records.append({**json.loads(path.read_text()),
+        records.append({**atomic.parse_json(path.read_text(), str(path)),
                         "predictions": read_predictions(predictions) if predictions.exists() else []})
     return records

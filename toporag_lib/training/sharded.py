@@ -176,7 +176,7 @@ def _read_manifest(out: Path) -> dict[str, Any]:
     path = out / MANIFEST
     if not path.exists():
         raise ShardConfigError(f"{out} holds no {MANIFEST}: not an output folder of preprocess_sharded")
-    return json.loads(path.read_text())
+    return atomic.parse_json(path.read_text(), str(path))
 
 
 def _open_manifest(out: Path, config: dict[str, Any]) -> dict[str, Any]:
