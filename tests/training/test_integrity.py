@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 import torch
@@ -106,3 +107,13 @@ def test_wrong_settings_are_refused_when_the_config_is_made(change, message):
 
     with pytest.raises((ValueError, ConfigError), match=message):
         TrainConfig.from_dict({"dataset": "synthetic_scenes", **change})
+
+
+@pytest.mark.parametrize("text", ['{"epochs": 1,', '[1, 2]'])
+def test_a_config_file_that_is_not_a_json_object_is_named(tmp_path, text):
+    from toporag_lib.training.__main__ import main
+
+    path = tmp_path / "broken.json"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=re.escape(str(path))):
+        main(["--config", str(path), "--ledger", "none"])

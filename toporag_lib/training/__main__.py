@@ -14,7 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from toporag_lib.config import merge, parse_overrides
+from toporag_lib.atomic import parse_json
+from toporag_lib.config import ConfigError, merge, parse_overrides
 from toporag_lib.paths import results_dir
 from toporag_lib.training import data_parallel
 from toporag_lib.training.config import TrainConfig
@@ -30,7 +31,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--name", help="the run's name in the ledger (default: the config file's name)")
     parser.add_argument("--ledger", default=str(results_dir() / "runs"), help="ledger folder, or 'none'")
     args = parser.parse_args(argv)
-    config = TrainConfig.from_dict(merge(json.loads(Path(args.config).read_text()), parse_overrides(args.set)))
+    values = parse_json(Path(args.config).read_text(), args.config)
+    if not isinstance(values, dict):
+        raise ConfigError(f"{args.config}: expected a JSON object of TrainConfig fields, got {type(values).__name__}")
+    config = TrainConfig.from_dict(merge(values, parse_overrides(args.set)))
     out = Path(args.out or Path("runs") / Path(args.config).stem)
     metrics = run(config, out)
     if data_parallel.is_main():
