@@ -113,3 +113,8 @@ def parse_json(text: str, where: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as err:
         raise DamagedFileError(f"{where} is damaged (not valid JSON: {err})") from None
+
+
+def read_json(path: str | Path) -> Any:
+    """The JSON in a file this project (or a model folder) holds, or a DamagedFileError naming the file."""
+    return parse_json(Path(path).read_text(), str(path))

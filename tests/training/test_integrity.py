@@ -117,3 +117,18 @@ def test_a_config_file_that_is_not_a_json_object_is_named(tmp_path, text):
     path.write_text(text)
     with pytest.raises(ValueError, match=re.escape(str(path))):
         main(["--config", str(path), "--ledger", "none"])
+
+
+@pytest.mark.parametrize("damaged", ["config.json", "metrics_test.json"])
+def test_a_run_folders_damaged_json_is_named(tmp_path, damaged):
+    from toporag_lib.training.config import TrainConfig
+    from toporag_lib.training.ledger import record_run
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text(json.dumps(TrainConfig().to_dict()))
+    (run_dir / "metrics_test.json").write_text(json.dumps({"n": 1, "score": 1.0}))
+    (run_dir / "predictions_test.jsonl").write_text("")
+    (run_dir / damaged).write_text('{"n": 1, "sco')
+    with pytest.raises(atomic.DamagedFileError, match=re.escape(str(run_dir / damaged))):
+        record_run(run_dir, tmp_path / "ledger", "TopoRAG")

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from toporag_lib import atomic
 from toporag_lib.generation.bundled import bundled_model_dir
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def check_model_dir(path: Path) -> None:
     if (path / "modules.json").is_file():
         raise ValueError(f"{path} is a sentence-transformers folder (it has modules.json), not an LLM: {expected}")
     try:
-        architectures = json.loads((path / "config.json").read_text()).get("architectures") or []
+        architectures = atomic.read_json((path / "config.json")).get("architectures") or []
     except (json.JSONDecodeError, AttributeError) as err:
         raise ValueError(f"{path / 'config.json'} is not a JSON object: {err}") from err
     if architectures and not any(a.endswith(CAUSAL_LM_SUFFIXES) for a in architectures):

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from toporag_lib import atomic
 from toporag_lib.config import merge
 from toporag_lib.data.registry import dataset_spec
 from toporag_lib.paths import results_dir
@@ -140,7 +141,7 @@ def run_cached(config: TrainConfig, name: str, runs_dir: str | Path, progress: b
     same = sorted((Path(runs_dir) / config.dataset).glob(f"*-{digest}"))
     out = same[0] if same else Path(runs_dir) / config.dataset / f"{slug}-{digest}"
     done = out / "metrics_test.json"
-    metrics = json.loads(done.read_text()) if done.exists() else run(config, out, progress)
+    metrics = atomic.read_json(done) if done.exists() else run(config, out, progress)
     record_run(out, ledger if ledger is not None else results_dir() / "runs", name)
     return {**{k: v for k, v in metrics.items() if k != "per_family"},
             **{f"acc_{k}": v for k, v in metrics.get("per_family", {}).items()}, "run": str(out)}

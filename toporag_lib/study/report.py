@@ -76,7 +76,7 @@ def _columns(table: pd.DataFrame | None, keep: list[str]) -> pd.DataFrame | None
 
 def _setup(results: Path, name: str) -> dict[str, Any]:
     path = results / name
-    return json.loads(path.read_text()) if path.exists() else {}
+    return atomic.read_json(path) if path.exists() else {}
 
 
 def _label(setup: dict[str, Any], data: str) -> str:

@@ -82,7 +82,7 @@ def reproduce(profile: str = "cpu-quick", only: list[str] | None = None, force: 
         raise ValueError(f"unknown profile {profile!r}; known: {sorted(PROFILES)}")
     out_dir = results_dir() / "notebooks"
     record_path = out_dir / FINGERPRINTS
-    record = json.loads(record_path.read_text()) if record_path.exists() else {}
+    record = atomic.read_json(record_path) if record_path.exists() else {}
     library = library_digest()
     os.environ[COMMAND_ENV] = f"make reproduce PROFILE={profile}"  # what the notebooks' run records name
     outcomes = []

@@ -100,11 +100,11 @@ def record_run(run_dir: str | Path, ledger: str | Path, name: str, command: str 
     A record of the same config with the same metrics is left as it is (first name and date kept).
     """
     run_dir = Path(run_dir)
-    config = json.loads((run_dir / "config.json").read_text())
-    metrics = json.loads((run_dir / f"metrics_{split}.json").read_text())
+    config = atomic.read_json((run_dir / "config.json"))
+    metrics = atomic.read_json((run_dir / f"metrics_{split}.json"))
     folder = Path(ledger) / run_id(config)
     existing = folder / RECORD
-    if existing.exists() and json.loads(existing.read_text()).get("metrics") == metrics:
+    if existing.exists() and atomic.read_json(existing).get("metrics") == metrics:
         return folder
     record = {"run_id": folder.name, "name": name, "command": command or os.environ.get(COMMAND_ENV)
               or " ".join([Path(sys.executable).name, *sys.argv]), "commit": STARTED_FROM, "hardware": hardware(),

@@ -16,6 +16,7 @@ from typing import Any
 
 from scipy.stats import binomtest
 
+from toporag_lib import atomic
 from toporag_lib.data.registry import correct_for
 from toporag_lib.training.ledger import read_predictions
 
@@ -67,7 +68,7 @@ def load_run(run_dir: str | Path, split: str = "test") -> tuple[str, list[dict]]
     for path in (config, predictions):
         if not path.exists():
             raise FileNotFoundError(f"{path} is missing: is {run_dir} a finished run evaluated on {split!r}?")
-    return json.loads(config.read_text())["dataset"], read_predictions(predictions)
+    return atomic.read_json(config)["dataset"], read_predictions(predictions)
 
 
 def compare_runs(run_a: str | Path, run_b: str | Path, split: str = "test") -> dict[str, Any]:

@@ -199,7 +199,7 @@ class Trainer:
         self.main = data_parallel.is_main()
         self.progress = progress and self.main
         if self.checkpoint_path.exists() and (self.out / "config.json").exists():
-            check_resumable(json.loads((self.out / "config.json").read_text()), config.to_dict(), self.out)
+            check_resumable(atomic.read_json((self.out / "config.json")), config.to_dict(), self.out)
         if self.main:
             self.out.mkdir(parents=True, exist_ok=True)
             atomic.remove_stale_temporaries(self.out)  # left by checkpoint writes of a killed run
