@@ -75,7 +75,7 @@ def test_length_batches_have_one_token_count_and_a_fixed_size():
     for batch in batches:
         assert len({lengths[p] for p in batch}) == 1
         assert len(batch) <= rows_per_batch(lengths[batch[0]])
-    assert rows_per_batch(3) == 64 and rows_per_batch(200) == 4096 // 200 and rows_per_batch(10_000) == 1
+    assert rows_per_batch(3) == 32 and rows_per_batch(200) == 1024 // 200 and rows_per_batch(10_000) == 1
 
 
 SENTENCES = [f"{colour} {thing} {where}" for colour in ("a red", "the small green", "one")

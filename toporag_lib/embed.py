@@ -21,8 +21,8 @@ The torch thread count moves vectors the same way, so texts are always encoded o
   used it, and `TrainConfig.embedding_batching="single"` repeats them).
 - an int n: plain sentence-transformers batches of n (fastest, e.g. on a GPU; vectors depend on their companions).
 
-Cache layout: `<cache>/embeddings/<model id>-<layout>/shard-*.pt` (layout `length-t1`, `single-t1` or
-`batch<n>-t1`: each mode its own cache), each shard a dict {"keys": [sha1 hex], "emb": float32 tensor}. A key is the
+Cache layout: `<cache>/embeddings/<model id>-<layout>/shard-*.pt` (layout `length32-1024-t1` (its batch shapes),
+`single-t1` or `batch<n>-t1`: each mode its own cache), each shard a dict {"keys": [sha1 hex], "emb": float32 tensor}. A key is the
 SHA-1 of the text; the model id hashes the model folder's configuration and weight files, so a different model
 never reads another's vectors. Shards are written atomically, checksummed and only ever added.
 """
@@ -44,8 +44,8 @@ from toporag_lib.paths import cache_dir
 from toporag_lib.seeding import one_torch_thread
 
 ENCODE_CHUNK = 2048  # texts per progress-bar step and per cache shard
-BATCH_TOKENS = 4096  # "length" batching: rows per batch = BATCH_TOKENS // tokens, between 1 and MAX_BATCH_ROWS
-MAX_BATCH_ROWS = 64
+BATCH_TOKENS = 1024  # "length" batching: rows per batch = BATCH_TOKENS // tokens, between 1 and MAX_BATCH_ROWS,
+MAX_BATCH_ROWS = 32  # so the copies that fill a count's last batch cost at most about one batch of 1,024 tokens
 BATCHINGS = ("length", "single")
 
 
@@ -184,7 +184,8 @@ class TextEncoder:
         self.device, self.batching, self.progress = device, batching, progress
         self.identity = model_identity(self.model_path)
         root = Path(cache) if cache is not None else cache_dir() / "embeddings"
-        layout = (batching if isinstance(batching, str) else f"batch{batching}") + "-t1"  # -t1: made on one thread
+        named = {"length": f"length{MAX_BATCH_ROWS}-{BATCH_TOKENS}", "single": "single"}  # the shapes name the cache
+        layout = (named[batching] if isinstance(batching, str) else f"batch{batching}") + "-t1"  # -t1: one thread
         self.cache = EmbeddingCache(root / f"{self.identity}-{layout}")
         self._model = None
 
