@@ -15,8 +15,10 @@ The torch thread count moves vectors the same way, so texts are always encoded o
   computed in the same shape whatever else is encoded, with no padding; rows of a batch do not mix, so a vector
   depends on its text alone (the tests check companions, positions and cache contents). Measured with the bundled
   MiniLM on this CPU: bit for bit equal to "single" for texts of 4 and more tokens, up to about 3e-7 away for texts of
-  3 (one word; another matrix-multiply kernel). Deduplicated, a first fill costs about what plain batching does
-  (`benchmarks/bench_embed_cache.py`).
+  3 (one word; another matrix-multiply kernel). Deduplicated, a first fill of a dataset's node and edge texts costs
+  about what plain batching does (`benchmarks/bench_embed_cache.py`). The price is the copies: a few long texts of
+  many different token counts (200 ExplaGraphs questions) take about twice as long as one at a time; padding to
+  length buckets would cut that.
 - `"single"`: one text at a time (the original mode, about 10x slower; the runs recorded before "length" existed
   used it, and `TrainConfig.embedding_batching="single"` repeats them).
 - an int n: plain sentence-transformers batches of n (fastest, e.g. on a GPU; vectors depend on their companions).
