@@ -91,10 +91,12 @@ def test_headline_keeps_full_split_runs_of_any_commit_and_subset_runs_of_the_new
 
     finished("TopoRAG", {}, "aaaaaaa", "2026-11-01 10:00 UTC", 0.71)  # a full split, at an older commit
     finished("G-Retriever", {"test": 60}, "aaaaaaa", "2026-11-01 11:00 UTC", 0.45)
-    finished("zero-shot", {"test": 60}, "bbbbbbb", "2026-11-02 10:00 UTC", 0.35)
+    finished("TopoRAG", {"test": 60}, "bbbbbbb", "2026-11-02 10:00 UTC", 0.35)
+    finished("zero-shot", {}, "bbbbbbb", "2026-11-02 11:00 UTC", 0.30)  # Table 1's, not the headline's
     text = report.headline(tmp_path)
     assert "| explagraphs | TopoRAG | 554 |" in text and "0.710" in text
-    assert "| explagraphs | zero-shot | 60 |" in text and "G-Retriever" not in text  # an older subset run
+    assert "| explagraphs | TopoRAG | 60 |" in text and "G-Retriever" not in text  # an older subset run
+    assert "zero-shot" not in text
 
 
 def test_a_record_names_the_commit_its_process_started_from(tmp_path, monkeypatch):
