@@ -228,6 +228,18 @@ def test_a_checkpoint_from_before_a_new_config_field_still_resumes(tiny_llm, tin
     assert resumed.resume() and resumed.state["step"] == 1
 
 
+def test_a_checkpoint_from_before_a_later_key_resumes_at_its_old_value_only(tiny_llm, tiny_encoder_path, tmp_path):
+    old = config(tiny_llm, tiny_encoder_path, epochs=1, embedding_batching="single")
+    Trainer(old, tmp_path, progress=False).train(stop_after_steps=1)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    del saved["embedding_batching"]  # written before the key existed, when every text was encoded alone
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    resumed = Trainer(old, tmp_path, progress=False)
+    assert resumed.resume() and resumed.state["step"] == 1
+    with pytest.raises(ValueError, match="embedding_batching"):
+        Trainer(config(tiny_llm, tiny_encoder_path, epochs=1, embedding_batching="length"), tmp_path, progress=False)
+
+
 @pytest.mark.parametrize("path", sorted((Path(__file__).parents[2] / "configs").glob("*.json")), ids=lambda p: p.name)
 def test_shipped_configs_are_valid(path):
     config = TrainConfig.from_dict(json.loads(path.read_text()))

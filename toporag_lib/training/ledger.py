@@ -49,6 +49,18 @@ LATER_KEYS: dict[tuple[str, ...], Any] = {("model", "virtual_init"): None, ("emb
                                           **{("retrieval", name): value for name, value in LEARNED_RETRIEVAL_KEYS}}
 
 
+def with_later_keys(config: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a config dict saved before some `LATER_KEYS` existed, with each missing one at its old value."""
+    config = json.loads(json.dumps(config))
+    for *parents, key in LATER_KEYS:
+        holder = config
+        for name in parents:
+            holder = holder.get(name) if isinstance(holder, dict) else None
+        if isinstance(holder, dict) and key not in holder:
+            holder[key] = LATER_KEYS[(*parents, key)]
+    return config
+
+
 def config_digest(config: dict[str, Any]) -> str:
     """A short hash of a config dict (key order does not matter; `LATER_KEYS` at their old value are left out)."""
     config = json.loads(json.dumps(config))

@@ -42,7 +42,7 @@ from toporag_lib.seeding import seed_everything
 from toporag_lib.training import data_parallel
 from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.examples import build_examples
-from toporag_lib.training.ledger import write_predictions
+from toporag_lib.training.ledger import with_later_keys, write_predictions
 from toporag_lib.training.preprocess import fit_retriever, prepare
 
 HISTORY_COLUMNS = ["epoch", "step", "loss", "seconds", "val_loss", "val_score"]
@@ -160,7 +160,7 @@ def predict(model: torch.nn.Module, examples: list[Example], config: TrainConfig
 def check_resumable(saved: dict[str, Any], current: dict[str, Any], folder: Path) -> None:
     """Refuse to resume a checkpoint made under another config. Only `epochs` may grow, and only under a constant
     rate without warm-up, where the steps already taken had the rate an uninterrupted longer run gives them."""
-    saved = TrainConfig.from_dict(saved).to_dict()  # fields added since the checkpoint take their defaults
+    saved = TrainConfig.from_dict(with_later_keys(saved)).to_dict()  # keys added since: the value the code then had
     changed = sorted(key for key in saved.keys() | current.keys() if saved.get(key) != current.get(key))
     if not changed:
         return
