@@ -132,3 +132,35 @@ def test_a_run_folders_damaged_json_is_named(tmp_path, damaged):
     (run_dir / damaged).write_text('{"n": 1, "sco')
     with pytest.raises(atomic.DamagedFileError, match=re.escape(str(run_dir / damaged))):
         record_run(run_dir, tmp_path / "ledger", "TopoRAG")
+
+
+@pytest.fixture(scope="module")
+def history_text(tiny_llm, tiny_encoder_path, tmp_path_factory):
+    from toporag_lib.training.trainer import HISTORY_COLUMNS, read_history
+
+    run_dir = tmp_path_factory.mktemp("run")
+    trainer = Trainer(config(tiny_llm, tiny_encoder_path, epochs=1), run_dir, progress=False)
+    trainer.train()
+    trainer.evaluate("test")
+    history = read_history(run_dir)
+    assert list(history.columns) == HISTORY_COLUMNS and history.step.notna().sum() == 3  # 6 questions, batches of 2
+    assert history.loss[history.step.notna()].gt(0).all() and history.val_loss.notna().sum() == 1
+    return (run_dir / "history.csv").read_text()
+
+
+@pytest.mark.parametrize("damage", ["truncated mid-row", "flipped byte", "nan replaced by text", "other columns",
+                                    "step without loss", "empty"])
+def test_a_damaged_history_is_named(history_text, tmp_path, damage):
+    from toporag_lib.training.trainer import read_history
+
+    first_step = history_text.splitlines()[1]
+    damaged = {"truncated mid-row": history_text[: history_text.index(first_step) + 3],
+               "flipped byte": history_text.replace(first_step, first_step.replace(",", ";", 1)),
+               "nan replaced by text": history_text.replace(first_step, first_step.replace(",", ",x", 2)),
+               "other columns": history_text.replace("val_loss", "validation_loss"),
+               "step without loss": history_text.replace(first_step, ",".join(
+                   "" if k == 2 else v for k, v in enumerate(first_step.split(",")))),
+               "empty": ""}[damage]
+    (tmp_path / "history.csv").write_text(damaged)
+    with pytest.raises(atomic.DamagedFileError, match=re.escape(str(tmp_path / "history.csv"))):
+        read_history(tmp_path)

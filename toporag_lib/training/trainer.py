@@ -342,8 +342,34 @@ class Trainer:
         metrics.update(selected_epoch_metrics(self.state["history"], self.state.get("best_epoch"),
                                               self.config.select_by))
         atomic.write_text(self.out / f"metrics_{split}.json", json.dumps(metrics, indent=1))
-        pd.DataFrame(self.state["history"], columns=HISTORY_COLUMNS).to_csv(self.out / "history.csv", index=False)
+        atomic.write_text(self.out / "history.csv",
+                          pd.DataFrame(self.state["history"], columns=HISTORY_COLUMNS).to_csv(index=False))
         return metrics
+
+
+def read_history(run_dir: str | Path) -> pd.DataFrame:
+    """A run's `history.csv` (one row per step, then one per epoch's validation), or a DamagedFileError naming the
+    file and what is wrong: other columns, a value that is not a number, a step row without its loss."""
+    path = Path(run_dir) / "history.csv"
+    try:
+        history = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise atomic.DamagedFileError(f"{path} is damaged ({err})") from None
+    if list(history.columns) != HISTORY_COLUMNS:
+        raise atomic.DamagedFileError(f"{path} is damaged: columns {list(history.columns)}, expected {HISTORY_COLUMNS}")
+    for column in HISTORY_COLUMNS:
+        values = pd.to_numeric(history[column], errors="coerce")
+        bad = history[column].notna() & values.isna()
+        if bad.any():
+            row = int(bad.idxmax())
+            raise atomic.DamagedFileError(f"{path} is damaged: row {row + 2}, {column}={history[column][row]!r} is "
+                                          "not a number")
+        history[column] = values
+    steps = history[history.step.notna()]
+    if steps.epoch.isna().any() or steps.loss.isna().any():
+        row = int(steps.index[(steps.epoch.isna() | steps.loss.isna()).argmax()])
+        raise atomic.DamagedFileError(f"{path} is damaged: row {row + 2} is a step without its epoch or loss")
+    return history
 
 
 def selected_epoch_metrics(history: list[dict], best_epoch: int | None, select_by: str) -> dict[str, Any]:
