@@ -38,3 +38,24 @@ def test_accuracy_by_cycles_finds_questions_with_a_method_suffix():
     assert table.n.sum() == 40 and (table.accuracy.dropna() == 1.0).all()
     with pytest.raises(KeyError, match="not one of the dataset's"):
         testbed.accuracy_by_cycles([{"question": "elsewhere", "label": "x", "pred": "x"}], test, explagraphs_correct)
+
+
+def test_the_budget_table_weighs_tokens_by_questions_and_reads_loop_and_path_rates():
+    import pandas as pd
+
+    from toporag_lib.study import plots
+
+    rows = [("a", "attribute", 10, 1.0, None, 100.0), ("a", "path", 30, 0.5, 0.8, 200.0),
+            ("a", "loop", 60, 0.25, None, 300.0), ("b", "attribute", 10, 1.0, None, 50.0),
+            ("b", "path", 30, 0.9, 0.9, 50.0), ("b", "loop", 60, 0.0, None, 50.0)]
+    evidence = pd.DataFrame(rows, columns=["method", "family", "n", "evidence_recall", "covers_answer", "tokens"])
+    for rate in ("evidence_recall", "covers_answer"):
+        evidence[f"{rate}_lo"], evidence[f"{rate}_hi"] = evidence[rate] - 0.1, evidence[rate] + 0.1
+    budget = testbed.budget_table(evidence).set_index("method")
+    assert budget.loc["a", "tokens"] == (10 * 100 + 30 * 200 + 60 * 300) / 100 and budget.loc["b", "tokens"] == 50
+    assert budget.loc["a", "loop_evidence_recall"] == 0.25 and budget.loc["a", "path_covers_answer"] == 0.8
+    assert budget.loc["b", "path_covers_answer_lo"] == pytest.approx(0.8) and budget.loc["a", "n"] == 100
+    fig = plots.budget_frontier(budget.reset_index(), {"b": "method b"})
+    assert [ax.get_ylabel() for ax in fig.axes][0] == "share of questions"
+    assert len(testbed.BUDGET_GRID) == 12 and {"k1": 8, "cost_e": 0.5, "cells": "all"} in [
+        v["retrieval"] for v in testbed.BUDGET_GRID.values()]  # the testbed default is one of the grid's points

@@ -249,6 +249,27 @@ def variant_bars(summary: pd.DataFrame, title: str = "") -> plt.Figure:
     return fig
 
 
+def budget_frontier(budget: pd.DataFrame, marked: dict[str, str]) -> plt.Figure:
+    """Loop evidence recall and path answer coverage (95% intervals) against mean prompt tokens, one point per
+    retrieval setting of `study.testbed.budget_table`; the methods in `marked` (name -> label) are drawn apart."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
+    for ax, (rate, title) in zip(axes, (("loop_evidence_recall", "loop questions: whole loop retrieved"),
+                                        ("path_covers_answer", "path questions: answer object retrieved"))):
+        errors = np.abs(budget[[f"{rate}_lo", f"{rate}_hi"]].to_numpy().T - budget[rate].to_numpy())
+        ax.errorbar(budget.tokens, budget[rate], yerr=errors, fmt="o", color="0.6", ms=4, lw=0.8,
+                    label="TopoRAG, other budgets")
+        for (method, label), marker in zip(marked.items(), "*sD^v"):
+            row = budget[budget.method == method]
+            ax.plot(row.tokens, row[rate], marker, ms=11, label=label)
+        ax.set_xlabel("mean prompt tokens of the retrieved text")
+        ax.set_ylim(0, 1.02)
+        ax.set_title(title, fontsize=10)
+    axes[0].set_ylabel("share of questions")
+    axes[1].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
 def sensitivity(panels: dict[str, tuple[pd.DataFrame, str]], ys: list[str]) -> plt.Figure:
     """One panel per title in `panels` ((frame, x column)): each column of `ys` against x, with `<y>_std` as error
     bars where the frame has it."""

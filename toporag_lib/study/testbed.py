@@ -58,6 +58,13 @@ RETRIEVAL_VARIANTS: dict[str, dict[str, Any]] = {
     "GNN-RAG (fitted on the training split)": {"retrieval": {"method": "gnnrag"}},
 }
 
+# The price of holding the loop: TopoRAG's prize budget (edges prized, edge cost) and which 2-cells enter the PCST,
+# on a grid around the testbed default (k1 = 8, cost_e = 0.5, every positive 2-cell); `budget_table` reads it back.
+BUDGET_GRID: dict[str, dict[str, Any]] = {
+    f"k1 = {k1}, cost_e = {cost_e}, {label}": {"retrieval": {"k1": k1, "cost_e": cost_e, **cells}}
+    for k1 in (3, 5, 8) for cost_e in (0.5, 1.5)
+    for label, cells in (("every positive 2-cell", {"cells": "all"}), ("top-3 2-cells", {"cells": "top_k", "k2": 3}))}
+
 
 def floors(dataset: QADataset, split: str = "test") -> pd.DataFrame:
     """One row per family (and one for all questions): n, majority answer, its rate, the "yes no" score under
@@ -135,4 +142,19 @@ def accuracy_by_cycles(records: list[dict], dataset: QADataset, correct: Callabl
     for name, wanted in (("graph with a cycle", True), ("acyclic graph", False)):
         hits = [correct(r["pred"], r["label"]) for r in records if cyclic[_asked(r["question"], cyclic)] is wanted]
         rows.append({"questions": name, "n": len(hits), "accuracy": sum(hits) / len(hits) if hits else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def budget_table(evidence: pd.DataFrame) -> pd.DataFrame:
+    """Per method of an `evidence_table`: mean prompt tokens over all its questions, the loop questions' evidence
+    recall and the path questions' answer coverage, each with its 95% interval."""
+    rows = []
+    for method, group in evidence.groupby("method", sort=False):
+        by_family = group.set_index("family")
+        loop, path = by_family.loc["loop"], by_family.loc["path"]
+        rows.append({"method": method, "tokens": float((group.tokens * group.n).sum() / group.n.sum()),
+                     "loop_evidence_recall": loop.evidence_recall, "loop_evidence_recall_lo": loop.evidence_recall_lo,
+                     "loop_evidence_recall_hi": loop.evidence_recall_hi, "path_covers_answer": path.covers_answer,
+                     "path_covers_answer_lo": path.covers_answer_lo, "path_covers_answer_hi": path.covers_answer_hi,
+                     "n": int(group.n.sum())})
     return pd.DataFrame(rows)
