@@ -39,6 +39,8 @@ def test_ledger_table_takes_means_over_seeds_of_one_setting(tmp_path):
     assert table.loc["TopoRAG", "score"] == pytest.approx(0.6) and table.loc["TopoRAG", "seeds"] == "42, 43"
     assert table.loc["TopoRAG", "score_std"] == pytest.approx(0.1414, 1e-3) and table.loc["TopoRAG", "n"] == 60
     assert table.loc["zero-shot", "seeds"] == "42" and pd.isna(table.loc["zero-shot", "score_std"])
+    assert table.loc["TopoRAG", "config"] != table.loc["zero-shot", "config"]  # the setting's digest, seed left out
+    assert len(table.loc["TopoRAG", "config"]) == 10
 
 
 def test_table1_on_full_splits_has_a_row_per_method_with_n_seeds_and_the_paper(tmp_path):

@@ -23,7 +23,7 @@ from toporag_lib.data.registry import metric_for
 from toporag_lib.study import paper
 from toporag_lib.study.experiments import TABLE1_METHODS
 from toporag_lib.training.config import TrainConfig
-from toporag_lib.training.ledger import hardware, read_ledger
+from toporag_lib.training.ledger import config_digest, hardware, read_ledger
 
 
 def write_setup(path: str | Path, training: dict[str, Any] | None = None, **parameters: Any) -> dict[str, Any]:
@@ -106,7 +106,8 @@ def majority_score(dataset: str, predictions: list[dict[str, Any]]) -> float:
 def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per (dataset, method name, config apart from the seed): mean and standard deviation of the score and
     of each family's accuracy over the seeds, the majority-answer baseline on the same questions, n (test
-    questions), seeds, and the first run's hardware, command and commit."""
+    questions), seeds, the setting's config digest (`ledger.config_digest` without the seed), and the first run's
+    hardware, command and commit."""
     rows = []
     for r in records:
         config = {k: v for k, v in r["config"].items() if k != "seed"}
@@ -116,6 +117,7 @@ def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
                      "seed": r["config"]["seed"], "n": metrics["n"], "score": metrics["score"],
                      "majority": majority_score(r["config"]["dataset"], r.get("predictions", [])),
                      **{f"acc_{k}": v for k, v in metrics.get("per_family", {}).items()},
+                     "config": config_digest(config),
                      "hardware": r["hardware"], "command": r["command"], "run_id": r["run_id"],
                      "commit": (r.get("commit") or "")[:7]})
     if not rows:
@@ -126,7 +128,7 @@ def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
     table = grouped[scores].mean()
     table["score_std"] = grouped["score"].std()
     table["seeds"] = grouped["seed"].apply(lambda s: ", ".join(str(x) for x in sorted(s)))
-    for column in ("n", "hardware", "command", "commit"):
+    for column in ("n", "config", "hardware", "command", "commit"):
         table[column] = grouped[column].first()
     table = table.reset_index().drop(columns="setting")
     front = ["dataset", "method", "n", "seeds", "score", "score_std", "majority"]
@@ -154,7 +156,8 @@ def table1(results: Path) -> str | None:
         return None
     keep = ["method", "dataset", "n", "seeds", "score", "score_std", "majority"]
     keep += [c for c in ("acc_loop",) if c in ours]
-    wide = ours[keep].rename(columns={"score": "ours", "score_std": "ours std", "majority": "majority answer",
+    ours = ours.sort_values(["dataset", "n", "method", "commit"], ascending=[True, False, True, True], kind="stable")
+    wide = ours[keep + ["config", "commit"]].rename(columns={"score": "ours", "score_std": "ours std", "majority": "majority answer",
                                       "acc_loop": "ours loop questions"})
     paper_scores = paper.TABLE1.melt(id_vars=["setting", "method"], var_name="dataset", value_name="paper")
     table = wide.merge(paper_scores[["method", "dataset", "paper"]], on=["method", "dataset"], how="left")
@@ -231,10 +234,11 @@ def results_readme(results: str | Path, profile: str) -> str:
          "so its paper column is a different dataset. The bundled 135M LLM on a CPU, one epoch: not the paper's 7B "
          "setting. SubgraphRAG and GNN-RAG are adapted to these datasets (`retrieval.subgraphrag`, `retrieval.gnnrag`); "
          "G-Retriever (own code) runs at G-Retriever's released settings._"),
-        ("Table 1 · main results (every run in the ledger)", table1(results),
-         "_Ours: every run in the ledger (`runs/`), one row per method and setting: the mean over its seeds, their "
-         "standard deviation, n test questions (ExplaGraphs: of its 554; synthetic scenes stand in for SceneGraphs). "
-         "Each record names its command, commit and hardware._"),
+        ("Table 1 · every run in the ledger", table1(results),
+         "_Ours: every run in the ledger (`runs/`), one row per method and setting (`config`: a digest of its config "
+         "without the seed; `commit`: its first run's): the mean over its seeds, their standard deviation, n test "
+         "questions (ExplaGraphs: of its 554; synthetic scenes stand in for SceneGraphs). Each record names its "
+         "command, commit and hardware._"),
         ("Table 2 · ablations", _side_by_side(_read(results, "05_table2_ablations.csv"), paper.TABLE2, scores),
          _label(s05, "synthetic scenes; the paper's columns are ExplaGraphs and WebQSP")),
         ("Table 5 · cycle bases", _side_by_side(_read(results, "05_table5_cycle_bases.csv"), paper.TABLE5,
