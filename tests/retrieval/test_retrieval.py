@@ -71,6 +71,25 @@ def test_toporag_subcomplex_is_closed_and_connected(case, k0, k1, k2, c2):
         assert len(sub.cells2) == 0
 
 
+@given(featured_complexes(), st.integers(0, 5), st.integers(0, 6), st.floats(0.0, 2.0),
+       st.sampled_from(["rank", "gretriever"]))
+def test_only_2cells_with_a_prized_boundary_are_scored_and_the_prizes_match_scoring_all(case, k0, k1, c2, scheme):
+    from toporag_lib.retrieval.prizes import cell_prizes, gretriever_edge_prizes, rank_prizes, unit_cosine
+    from toporag_lib.retrieval.toporag import positive_cell_prizes
+
+    _, cc, q = case
+    node_p = rank_prizes(unit_cosine(q, cc.unit_features(0)), k0)
+    edge_sim = unit_cosine(q, cc.unit_features(1))
+    edge_p = gretriever_edge_prizes(edge_sim, k1, 0.5)[0] if scheme == "gretriever" else rank_prizes(edge_sim, k1)
+    every = cell_prizes(node_p, edge_p, cc.cell_ptr, cc.cell_nodes, cc.cell_edges, c2)
+    cells, prizes = positive_cell_prizes(cc, node_p, edge_p, c2)
+    assert np.array_equal(cells, np.flatnonzero(every > 0)) and np.array_equal(prizes, every[cells])
+    for dim, prized in ((0, np.flatnonzero(node_p)), (1, np.flatnonzero(edge_p))):
+        members = cc.cell_nodes if dim == 0 else cc.cell_edges
+        owner = np.repeat(np.arange(cc.num_cells(2)), cc.cell_lengths())
+        assert np.array_equal(cc.cells_containing(dim, prized), np.unique(owner[np.isin(members, prized)]))
+
+
 @given(featured_complexes())
 def test_every_method_returns_a_closed_subcomplex(case):
     _, cc, q = case

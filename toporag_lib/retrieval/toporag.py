@@ -44,6 +44,19 @@ def edge_index(cc: CellComplex) -> np.ndarray:
     return np.stack([cc.edge_src, cc.edge_dst]).astype(np.int64)
 
 
+def positive_cell_prizes(cc: CellComplex, node_prizes: np.ndarray, edge_prizes: np.ndarray,
+                         c2: float) -> tuple[np.ndarray, np.ndarray]:
+    """The 2-cells whose eq. 14 prize is positive, ascending, with their prizes. With C2 >= 0 only a 2-cell with a
+    prized boundary node or edge can have one, so only those are scored (the same float32 values as scoring all)."""
+    candidates = np.union1d(cc.cells_containing(0, np.flatnonzero(node_prizes)),
+                            cc.cells_containing(1, np.flatnonzero(edge_prizes)))
+    positions = boundary_positions(cc.cell_ptr, candidates)
+    ptr = np.concatenate([[0], np.cumsum(cc.cell_lengths()[candidates])]).astype(np.int64)
+    prizes = cell_prizes(node_prizes, edge_prizes, ptr, cc.cell_nodes[positions], cc.cell_edges[positions], c2)
+    positive = prizes > 0
+    return candidates[positive], prizes[positive]
+
+
 def toporag_retrieval(cc: CellComplex, q_emb, k0: int, k1: int, k2: int, c2: float, cost_e: float,
                       prizes: str = "rank", cells: str = "top_k", cell_rank: str = "prize",
                       cell_cost: str = "free") -> Subcomplex:
@@ -56,15 +69,16 @@ def toporag_retrieval(cc: CellComplex, q_emb, k0: int, k1: int, k2: int, c2: flo
     edge_p, cost = (gretriever_edge_prizes(edge_sim, k1, cost_e) if prizes == "gretriever"
                     else (rank_prizes(edge_sim, k1), cost_e))
     chosen, prizes2 = empty_ids(), np.empty(0, dtype=np.float32)
-    if k2 > 0 and cc.num_cells(2):
+    if k2 > 0 and cc.num_cells(2) and cell_rank == "similarity" and cells == "top_k":
         all_prizes = cell_prizes(node_p, edge_p, cc.cell_ptr, cc.cell_nodes, cc.cell_edges, c2)
-        if cells == "all":
-            chosen = np.flatnonzero(all_prizes > 0)
-        else:
-            score = all_prizes if cell_rank == "prize" else unit_cosine(q_emb, cc.unit_features(2))
-            best = top_k(score, k2)
-            chosen = best[all_prizes[best] > 0]
+        best = top_k(unit_cosine(q_emb, cc.unit_features(2)), k2)
+        chosen = best[all_prizes[best] > 0]
         prizes2 = all_prizes[chosen]
+    elif k2 > 0 and cc.num_cells(2):
+        chosen, prizes2 = positive_cell_prizes(cc, node_p, edge_p, c2)
+        if cells == "top_k":
+            best = top_k(prizes2, k2)
+            chosen, prizes2 = chosen[best], prizes2[best]
     lengths = cc.cell_lengths()[chosen]
     members = cc.cell_nodes[boundary_positions(cc.cell_ptr, chosen)]
     if cell_cost == "boundary":  # one spoke per 2-cell, to its first boundary vertex, costing its boundary

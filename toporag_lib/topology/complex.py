@@ -161,6 +161,20 @@ class CellComplex:
             self._memo[key] = build()
         return self._memo[key]
 
+    def cells_containing(self, dim: int, ids: np.ndarray) -> np.ndarray:
+        """The 2-cells whose boundary holds any of the given nodes (dim 0) or edges (dim 1), ascending, each once."""
+        dim = _check_dim(dim, (0, 1))
+        ptr, cells = self._cached(f"cells_of{dim}", lambda: self._cells_of(dim))
+        ids = np.asarray(ids, dtype=np.int64)
+        return np.unique(cells[boundary_positions(ptr, ids)])
+
+    def _cells_of(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """CSR from each node (dim 0) or edge (dim 1) to the 2-cells whose boundary holds it."""
+        members, count = (self.cell_nodes, self.num_nodes) if dim == 0 else (self.cell_edges, self.num_cells(1))
+        order = np.argsort(members, kind="stable")
+        ptr = np.concatenate([[0], np.cumsum(np.bincount(members, minlength=count))]).astype(np.int64)
+        return ptr, self._cell_of_position()[order]
+
     def _cell_of_position(self) -> np.ndarray:
         return np.repeat(np.arange(self.num_cells(2)), self.cell_lengths())
 
