@@ -74,7 +74,12 @@ def test_toporag_subcomplex_is_closed_and_connected(case, k0, k1, k2, c2):
 @given(featured_complexes(), st.integers(0, 5), st.integers(0, 6), st.floats(0.0, 2.0),
        st.sampled_from(["rank", "gretriever"]))
 def test_only_2cells_with_a_prized_boundary_are_scored_and_the_prizes_match_scoring_all(case, k0, k1, c2, scheme):
-    from toporag_lib.retrieval.prizes import cell_prizes, gretriever_edge_prizes, rank_prizes, unit_cosine
+    from toporag_lib.retrieval.prizes import (
+        cell_prizes,
+        gretriever_edge_prizes,
+        rank_prizes,
+        unit_cosine,
+    )
     from toporag_lib.retrieval.toporag import positive_cell_prizes
 
     _, cc, q = case
