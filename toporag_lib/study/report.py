@@ -255,6 +255,12 @@ def results_readme(results: str | Path, profile: str) -> str:
                                                 "evidence_recall_hi", "covers_answer", "tokens", "n"]),
          "_Share of test questions whose evidence cells are all in the retrieved subcomplex, with its 95% Wilson "
          "interval; answer coverage; prompt tokens (no LLM)._"),
+        ("Testbed · the loop's token price", _columns(_read(results, "03_budget_frontier.csv"),
+                                                      ["method", "tokens", "loop_evidence_recall",
+                                                       "path_covers_answer", "n"]),
+         "_Per retrieval setting (notebook 03's budget grid and the evidence-recall methods): mean prompt tokens over "
+         "the test split, the share of loop questions whose whole loop is retrieved, the share of path questions "
+         "whose answer object is (intervals in `03_budget_frontier.csv`)._"),
         ("Testbed · LLM-free probe, with against without 2-cells", _read(results, "05_probe_paired.csv"),
          "_Cellular encoder with minus without 2-cells: mean per-question difference in correctness (averaged over "
          "the seeds), 95% t-interval, paired t-test p; per-encoder accuracies in `05_probe.csv`._"),
