@@ -43,6 +43,24 @@ def test_ledger_table_takes_means_over_seeds_of_one_setting(tmp_path):
     assert len(table.loc["TopoRAG", "config"]) == 10
 
 
+def test_a_seed_recorded_before_a_later_key_existed_joins_the_same_setting(tmp_path):
+    ledger = tmp_path / "runs"
+    for seed, batching in ((42, None), (43, "single"), (44, "length")):
+        run = tmp_path / f"run-{seed}"
+        run.mkdir()
+        config = TrainConfig(dataset="explagraphs", seed=seed).to_dict()
+        if batching is None:
+            del config["embedding_batching"]  # written before the key existed: every text encoded alone
+        else:
+            config["embedding_batching"] = batching
+        (run / "config.json").write_text(json.dumps(config))
+        (run / "metrics_test.json").write_text(json.dumps({"n": 60, "score": seed / 100}))
+        (run / "predictions_test.jsonl").write_text("")
+        record_run(run, ledger, "TopoRAG", command="python -m toporag_lib.training")
+    table = report.ledger_table(read_ledger(ledger))
+    assert sorted(table.seeds) == ["42, 43", "44"]  # "single" is what the code did before; "length" is another setting
+
+
 def test_table1_on_full_splits_has_a_row_per_method_with_n_seeds_and_the_paper(tmp_path):
     ledger = tmp_path / "runs"
     for seed, score in ((42, 0.5), (43, 0.7)):

@@ -113,24 +113,23 @@ def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
         config = {k: v for k, v in r["config"].items() if k != "seed"}
         metrics = r["metrics"]
         rows.append({"dataset": r["config"]["dataset"], "method": r["name"],
-                     "setting": json.dumps(config, sort_keys=True),
                      "seed": r["config"]["seed"], "n": metrics["n"], "score": metrics["score"],
                      "majority": majority_score(r["config"]["dataset"], r.get("predictions", [])),
                      **{f"acc_{k}": v for k, v in metrics.get("per_family", {}).items()},
                      "config": config_digest(config),
                      "hardware": r["hardware"], "command": r["command"], "run_id": r["run_id"],
-                     "commit": (r.get("commit") or "")[:7]})
+                     "commit": (r.get("commit") or "")[:7], "finished": r.get("finished", "")})
     if not rows:
         return pd.DataFrame(columns=["dataset", "method", "n", "seeds", "score", "score_std"])
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows).sort_values("finished", kind="stable")  # "first" is the earliest run
     scores = [c for c in frame if c in ("score", "majority") or c.startswith("acc_")]
-    grouped = frame.groupby(["dataset", "method", "setting"], sort=False)
+    grouped = frame.groupby(["dataset", "method", "config"], sort=False)  # keys added later, at their old value, agree
     table = grouped[scores].mean()
     table["score_std"] = grouped["score"].std()
     table["seeds"] = grouped["seed"].apply(lambda s: ", ".join(str(x) for x in sorted(s)))
-    for column in ("n", "config", "hardware", "command", "commit"):
+    for column in ("n", "hardware", "command", "commit"):
         table[column] = grouped[column].first()
-    table = table.reset_index().drop(columns="setting")
+    table = table.reset_index()
     front = ["dataset", "method", "n", "seeds", "score", "score_std", "majority"]
     return table[front + [c for c in table if c not in front]]
 
