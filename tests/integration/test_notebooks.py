@@ -164,3 +164,19 @@ def test_07_results_writes_the_readme_even_from_partial_results(tmp_path, isolat
     sections = text.count("\n## ") - 1  # all but Figures
     # nothing ran in this cache: every section is "not produced" except the full-split Table 1, which lists its rows
     assert "under the `cpu-full` profile" in text and text.count("_not produced in this run_") == sections - 1
+
+
+def test_a_newly_recorded_run_changes_the_fingerprint_of_the_ledger_readers_only(tmp_path, isolated_cache):
+    reader = write_notebook(tmp_path / "07_reads.ipynb", "x = 1")
+    other = write_notebook(tmp_path / "03_does_not.ipynb", "x = 1")
+
+    def keys():
+        return [reproduce.fingerprint(nb, {}, "library", reproduce.ledger_digest()) for nb in (reader, other)]
+
+    before = keys()
+    folder = isolated_cache / "results" / "runs" / "explagraphs-0123456789"
+    folder.mkdir(parents=True)
+    (folder / "record.json").write_text('{"run_id": "explagraphs-0123456789"}\n')
+    after = keys()
+    assert after[0] != before[0] and after[1] == before[1]  # notebook 07 reads the ledger; 03 does not
+    assert keys() == after

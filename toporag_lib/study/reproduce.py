@@ -52,8 +52,25 @@ def library_digest() -> str:
     return digest.hexdigest()
 
 
-def fingerprint(notebook: Path, parameters: dict[str, Any], library: str) -> str:
-    payload = notebook.read_bytes() + json.dumps(parameters, sort_keys=True).encode() + library.encode()
+# Notebooks that read the results ledger (`results/runs/`): a newly recorded run re-runs them.
+LEDGER_READERS = ("04_", "05_", "07_")
+
+
+def ledger_digest() -> str:
+    """Hash of every run record in the ledger."""
+    digest = hashlib.sha1()
+    for path in sorted((results_dir() / "runs").glob("*/record.json")):
+        digest.update(path.parent.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def fingerprint(notebook: Path, parameters: dict[str, Any], library: str, ledger: str = "") -> str:
+    """What a notebook's outputs depend on: its source, its parameters, the library and, for `LEDGER_READERS`,
+    the ledger."""
+    reads_ledger = notebook.name.startswith(LEDGER_READERS)
+    payload = (notebook.read_bytes() + json.dumps(parameters, sort_keys=True).encode() + library.encode()
+               + (ledger.encode() if reads_ledger else b""))
     return hashlib.sha1(payload).hexdigest()
 
 
@@ -90,7 +107,7 @@ def reproduce(profile: str = "cpu-quick", only: list[str] | None = None, force: 
         if only and not any(notebook.name.startswith(prefix) for prefix in only):
             continue
         parameters = notebook_parameters(profile, notebook.stem)
-        key = fingerprint(notebook, parameters, library)
+        key = fingerprint(notebook, parameters, library, ledger_digest())
         if not force and record.get(notebook.name) == key and (out_dir / notebook.name).exists():
             outcomes.append(Outcome(notebook.name, "skipped"))
             print(f"= {notebook.name}: unchanged since its last run, skipped (--force to re-run)", flush=True)
@@ -106,7 +123,7 @@ def reproduce(profile: str = "cpu-quick", only: list[str] | None = None, force: 
         else:
             outcomes.append(Outcome(notebook.name, "ran", time.perf_counter() - start))
             print(f"  {notebook.name} done in {outcomes[-1].seconds:.0f} s", flush=True)
-            record[notebook.name] = key
+            record[notebook.name] = fingerprint(notebook, parameters, library, ledger_digest())  # its own runs too
         atomic.write_text(record_path, json.dumps(record, indent=1, sort_keys=True))
     return outcomes
 
