@@ -49,26 +49,29 @@ LATER_KEYS: dict[tuple[str, ...], Any] = {("model", "virtual_init"): None, ("emb
                                           **{("retrieval", name): value for name, value in LEARNED_RETRIEVAL_KEYS}}
 
 
-def with_later_keys(config: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a config dict saved before some `LATER_KEYS` existed, with each missing one at its old value."""
-    config = json.loads(json.dumps(config))
+def _later_key_holders(config: dict[str, Any]):
+    """(the dict that holds it, its name, its old value) for each of `LATER_KEYS` whose parent is in `config`."""
     for *parents, key in LATER_KEYS:
         holder = config
         for name in parents:
             holder = holder.get(name) if isinstance(holder, dict) else None
-        if isinstance(holder, dict) and key not in holder:
-            holder[key] = LATER_KEYS[(*parents, key)]
+        if isinstance(holder, dict):
+            yield holder, key, LATER_KEYS[(*parents, key)]
+
+
+def with_later_keys(config: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a config dict saved before some `LATER_KEYS` existed, with each missing one at its old value."""
+    config = json.loads(json.dumps(config))
+    for holder, key, old in _later_key_holders(config):
+        holder.setdefault(key, old)
     return config
 
 
 def config_digest(config: dict[str, Any]) -> str:
     """A short hash of a config dict (key order does not matter; `LATER_KEYS` at their old value are left out)."""
     config = json.loads(json.dumps(config))
-    for *parents, key in LATER_KEYS:
-        holder = config
-        for name in parents:
-            holder = holder.get(name) if isinstance(holder, dict) else None
-        if isinstance(holder, dict) and key in holder and holder[key] == LATER_KEYS[(*parents, key)]:
+    for holder, key, old in _later_key_holders(config):
+        if key in holder and holder[key] == old:
             del holder[key]
     return hashlib.sha1(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]
 
