@@ -86,3 +86,19 @@ def test_run_folders_must_be_finished_and_on_one_dataset(tmp_path):
         compare_runs(tmp_path / "topo", tmp_path / "scenes")
     with pytest.raises(FileNotFoundError, match="predictions_val.jsonl is missing"):
         compare_runs(tmp_path / "topo", tmp_path / "scenes", split="val")
+
+
+def test_mean_difference_by_hand_and_its_power():
+    from scipy import stats
+
+    from toporag_lib.training.paired import mean_difference
+    d = [1.0, 0.0, 0.0, -1.0, 1.0, 1.0, 0.0, 0.0]
+    out = mean_difference(d)
+    sem = 0.5 ** 0.5 / 8 ** 0.5  # sample std by hand: sqrt((3 * .75^2 + 4 * .25^2 + 1.25^2) / 7) = sqrt(.5)
+    assert out["diff"] == pytest.approx(0.25) and out["n"] == 8
+    assert out["ci_hi"] - out["diff"] == pytest.approx(stats.t.ppf(0.975, 7) * sem, rel=1e-6)
+    assert out["p"] == pytest.approx(stats.ttest_1samp(d, 0).pvalue)
+    assert out["detectable"] == pytest.approx((2.364624 + 0.896029) * sem, rel=1e-5)
+    assert mean_difference([0.0, 0.0])["p"] == 1.0 and mean_difference([1.0, 1.0])["p"] == 0.0
+    with pytest.raises(ValueError, match="no paired differences"):
+        mean_difference([])

@@ -13,7 +13,7 @@ mid-epoch resumes from its last checkpoint when the command is run again, and a 
 Each process trains on one torch thread (two processes on two cores). An epoch over the 1,800 training questions
 with the bundled 135M LLM takes one to two hours per core; the full list is about a day on two cores.
 
-`report.full_split_table` and `paired_by_seed` read the finished runs back from the ledger (notebook 05).
+`report.full_split_table`, `paired_by_seed` and `pooled_pair` read the finished runs back from the ledger (notebook 05).
 
 `--suite table1` runs every method of `experiments.TABLE1_METHODS` (the paper's Table 1 rows we run) on the full
 ExplaGraphs split and the full testbed split, seed 42, the inference-only ones first (tens of minutes each), and
@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from toporag_lib.data.registry import correct_for
 from toporag_lib.paths import PROJECT_ROOT
 from toporag_lib.study.experiments import (
     ABLATIONS,
@@ -43,7 +44,7 @@ from toporag_lib.study.experiments import (
 from toporag_lib.study.report import full_split_records
 from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import COMMAND_ENV
-from toporag_lib.training.paired import paired_comparison
+from toporag_lib.training.paired import mean_difference, paired_comparison
 
 DATASET = "synthetic_scenes"
 SEEDS = (42, 43, 44)
@@ -126,6 +127,32 @@ def paired_by_seed(records: list[dict[str, Any]], a: str = "TopoRAG", b: str = "
         rows.append({"seed": seed, "family": family or "all",
                      **paired_comparison(chosen[0], chosen[1], DATASET, names=(a, b))})
     return pd.DataFrame(rows)
+
+
+def pooled_pair(records: list[dict[str, Any]], a: str = "TopoRAG", b: str = "G-Retriever") -> pd.DataFrame:
+    """Over the seeds both methods ran on the full split, per family (and all): each question's correctness averaged
+    over those seeds, both methods' scores, and `paired.mean_difference` of a minus b (questions are the units, so
+    the interval counts each question once however many seeds ran)."""
+    runs = {(r["name"], r["config"]["seed"]): r for r in full_split_records(records, DATASET)}
+    seeds = sorted({seed for name, seed in runs if name == a} & {seed for name, seed in runs if name == b})
+    if not seeds:
+        return pd.DataFrame()
+    correct = correct_for(DATASET)
+    rows = [{"method": m, "seed": seed, "question": p["index"], "family": p.get("family", ""),
+             "correct": float(correct(p["pred"], p["label"]))}
+            for m in (a, b) for seed in seeds for p in runs[(m, seed)]["predictions"]]
+    frame = pd.DataFrame(rows)
+    mean = frame.groupby(["method", "question"]).correct.mean().unstack(0)
+    if mean.isna().any().any():
+        raise ValueError(f"{a!r} and {b!r} hold different test questions; cannot pair them")
+    family = frame.drop_duplicates("question").set_index("question").family
+    out = []
+    for name in ["all", *sorted(family.unique())]:
+        part = mean if name == "all" else mean[family[mean.index] == name]
+        out.append({"family": name, "a": a, "b": b, "seeds": ", ".join(map(str, seeds)),
+                    "score_a": part[a].mean(), "score_b": part[b].mean(),
+                    **mean_difference((part[a] - part[b]).to_numpy())})
+    return pd.DataFrame(out)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import torch
-from scipy import stats
 from torch import Tensor, nn
 from torch_geometric.data import Batch
 from torch_geometric.nn.aggr import AttentionalAggregation
@@ -34,6 +33,7 @@ from toporag_lib.retrieval import retrieve
 from toporag_lib.seeding import one_torch_thread, seed_everything
 from toporag_lib.topology.batching import ComplexData
 from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.paired import mean_difference
 from toporag_lib.training.preprocess import prepare
 
 VARIANTS = {"cellular": ("cellular", True), "cellular w/o 2-cells": ("cellular", False), "gcn": ("gcn", False),
@@ -186,18 +186,14 @@ def probe_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 def paired_effect(runs: pd.DataFrame, with_variant: str = "cellular",
                   without_variant: str = "cellular w/o 2-cells") -> pd.DataFrame:
-    """Per input and family (and all): mean per-question difference in correctness (averaged over seeds) of
-    `with_variant` minus `without_variant`, its 95% t-interval, the paired t-test's p, and n questions."""
+    """Per input and family (and all): `paired.mean_difference` of the per-question correctness (averaged over
+    seeds) of `with_variant` minus `without_variant`: mean, 95% t-interval, paired t-test's p, the difference
+    detectable with 80% power, and n questions."""
     rows = []
     for source, part in runs.groupby("input", sort=False):
         mean = part.groupby(["variant", "question"]).correct.mean().unstack(0)
         family = part.drop_duplicates("question").set_index("question").family
-        diff = (mean[with_variant] - mean[without_variant]).rename("diff")
+        diff = mean[with_variant] - mean[without_variant]
         for name, d in [("all", diff)] + [(f, diff[family[diff.index] == f]) for f in family.unique()]:
-            n = len(d)
-            sem = d.std(ddof=1) / np.sqrt(n) if n > 1 else float("nan")
-            half = stats.t.ppf(0.975, n - 1) * sem if n > 1 else float("nan")
-            p = stats.ttest_1samp(d, 0.0).pvalue if n > 1 and d.std() > 0 else 1.0
-            rows.append({"input": source, "family": name, "diff": d.mean(), "ci_lo": d.mean() - half,
-                         "ci_hi": d.mean() + half, "p": p, "n": n})
+            rows.append({"input": source, "family": name, **mean_difference(d.to_numpy())})
     return pd.DataFrame(rows)

@@ -269,6 +269,10 @@ def results_readme(results: str | Path, profile: str) -> str:
                                                                   "acc_loop", "commit"]),
          "_From the ledger: `python -m toporag_lib.study.llm_testbed` runs, mean and std over seeds; the loop "
          "family's floor is 0.50 (Testbed · floors)._"),
+        ("Testbed · TopoRAG against G-Retriever with the LLM, paired", _read(results, "05_testbed_llm_pooled.csv"),
+         "_Over the seeds both ran: each test question's correctness averaged over those seeds, TopoRAG minus "
+         "G-Retriever, 95% t-interval over questions, paired t-test p, and `detectable`: the true difference these "
+         "questions find with 80% power at α = 0.05 (per-seed McNemar tests in `05_testbed_llm_paired.csv`)._"),
     ]
     lines = [
         "# Results",

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from scipy import stats
 from scipy.stats import binomtest
 
 from toporag_lib import atomic
@@ -27,6 +30,25 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
         raise ValueError(f"counts must be non-negative, got {only_a} and {only_b}")
     discordant = only_a + only_b
     return binomtest(only_a, discordant, 0.5).pvalue if discordant else 1.0
+
+
+def mean_difference(diffs: Sequence[float]) -> dict[str, float]:
+    """Mean of per-question paired differences d_i, its 95% t-interval mean ± t(0.975, n-1)·s/√n, the paired t-test's
+    p, and `detectable`: the true mean difference a two-sided test at α = 0.05 finds with 80% power,
+    (t(0.975, n-1) + t(0.8, n-1))·s/√n (nan below two questions)."""
+    d = np.asarray(diffs, dtype=float)
+    n = len(d)
+    if n == 0:
+        raise ValueError("no paired differences: nothing to compare")
+    mean = float(d.mean())
+    if n < 2:
+        return {"diff": mean, "ci_lo": float("nan"), "ci_hi": float("nan"), "p": float("nan"),
+                "detectable": float("nan"), "n": n}
+    sem = d.std(ddof=1) / np.sqrt(n)
+    half = stats.t.ppf(0.975, n - 1) * sem
+    p = float(stats.ttest_1samp(d, 0.0).pvalue) if sem > 0 else (1.0 if mean == 0 else 0.0)
+    detectable = (stats.t.ppf(0.975, n - 1) + stats.t.ppf(0.8, n - 1)) * sem
+    return {"diff": mean, "ci_lo": mean - half, "ci_hi": mean + half, "p": p, "detectable": float(detectable), "n": n}
 
 
 def paired_comparison(records_a: list[dict], records_b: list[dict], dataset_name: str,
