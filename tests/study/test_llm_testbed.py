@@ -57,4 +57,7 @@ def test_pooled_pair_averages_each_question_over_the_common_seeds():
     assert table.loc["loop", "score_a"] == 0.75 and table.loc["loop", "score_b"] == 0.25
     assert table.loc["loop", "diff"] == 0.5 and table.loc["path", "diff"] == -0.5
     assert table.loc["all", "diff"] == (1 + 0 - 0.5 + 0) / 4
+    # TopoRAG's loop answers: yes, yes (seed 42) and yes, no (43); G-Retriever's: no, yes and no, no
+    assert table.loc["loop", "one_answer_a"] == 0.75 and table.loc["loop", "one_answer_b"] == 0.75
+    assert table.loc["path", "one_answer_a"] == 1.0
     assert llm_testbed.pooled_pair(records[:2]).empty  # no common seed

@@ -132,14 +132,15 @@ def paired_by_seed(records: list[dict[str, Any]], a: str = "TopoRAG", b: str = "
 def pooled_pair(records: list[dict[str, Any]], a: str = "TopoRAG", b: str = "G-Retriever") -> pd.DataFrame:
     """Over the seeds both methods ran on the full split, per family (and all): each question's correctness averaged
     over those seeds, both methods' scores, and `paired.mean_difference` of a minus b (questions are the units, so
-    the interval counts each question once however many seeds ran)."""
+    the interval counts each question once however many seeds ran); `one_answer_a`/`_b`: the share of the family's
+    predictions that are the run's most common one, averaged over the seeds (1.0: one answer to every question)."""
     runs = {(r["name"], r["config"]["seed"]): r for r in full_split_records(records, DATASET)}
     seeds = sorted({seed for name, seed in runs if name == a} & {seed for name, seed in runs if name == b})
     if not seeds:
         return pd.DataFrame()
     correct = correct_for(DATASET)
     rows = [{"method": m, "seed": seed, "question": p["index"], "family": p.get("family", ""),
-             "correct": float(correct(p["pred"], p["label"]))}
+             "correct": float(correct(p["pred"], p["label"])), "pred": p["pred"]}
             for m in (a, b) for seed in seeds for p in runs[(m, seed)]["predictions"]]
     frame = pd.DataFrame(rows)
     mean = frame.groupby(["method", "question"]).correct.mean().unstack(0)
@@ -149,9 +150,12 @@ def pooled_pair(records: list[dict[str, Any]], a: str = "TopoRAG", b: str = "G-R
     out = []
     for name in ["all", *sorted(family.unique())]:
         part = mean if name == "all" else mean[family[mean.index] == name]
+        chosen = frame if name == "all" else frame[frame.family == name]
+        one_answer = chosen.groupby(["method", "seed"]).pred.agg(lambda p: p.value_counts().iloc[0] / len(p))
         out.append({"family": name, "a": a, "b": b, "seeds": ", ".join(map(str, seeds)),
                     "score_a": part[a].mean(), "score_b": part[b].mean(),
-                    **mean_difference((part[a] - part[b]).to_numpy())})
+                    **mean_difference((part[a] - part[b]).to_numpy()),
+                    "one_answer_a": one_answer[a].mean(), "one_answer_b": one_answer[b].mean()})
     return pd.DataFrame(out)
 
 
