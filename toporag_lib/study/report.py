@@ -272,8 +272,9 @@ def results_readme(results: str | Path, profile: str) -> str:
         ("Testbed · TopoRAG against G-Retriever with the LLM, paired", _read(results, "05_testbed_llm_pooled.csv"),
          "_Over the seeds both ran: each test question's correctness averaged over those seeds, TopoRAG minus "
          "G-Retriever, 95% t-interval over questions, paired t-test p, and `detectable`: the true difference these "
-         "questions find with 80% power at α = 0.05; `one_answer`: the share of predictions that are the run's most "
-         "common one (1.0: the same answer to every question; per-seed McNemar tests in `05_testbed_llm_paired.csv`)._"),
+         "questions find with 80% power at α = 0.05; `one_answer`: the share of predictions that are the run's "
+         "most common one (1.0: the same answer to every question; per-seed McNemar tests in "
+         "`05_testbed_llm_paired.csv`)._"),
     ]
     lines = [
         "# Results",

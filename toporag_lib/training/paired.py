@@ -33,8 +33,8 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
 
 
 def mean_difference(diffs: Sequence[float]) -> dict[str, float]:
-    """Mean of per-question paired differences d_i, its 95% t-interval mean ± t(0.975, n-1)·s/√n, the paired t-test's
-    p, and `detectable`: the true mean difference a two-sided test at α = 0.05 finds with 80% power,
+    """Mean of per-question paired differences d_i, its 95% t-interval mean ± t(0.975, n-1)·s/√n, the paired
+    t-test's p, and `detectable`: the true mean difference a two-sided test at α = 0.05 finds with 80% power,
     (t(0.975, n-1) + t(0.8, n-1))·s/√n (nan below two questions)."""
     d = np.asarray(diffs, dtype=float)
     n = len(d)
