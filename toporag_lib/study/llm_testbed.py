@@ -10,8 +10,9 @@ split, each recorded in the results ledger when it finishes.
 Jobs run in order of importance: the frozen TopoRAG / G-Retriever pair on the testbed, the ExplaGraphs trio (an
 epoch there is about 20 minutes), the pair's other two seeds, the three ablations, then the LoRA pair. A run is a
 `study.experiments.run_cached` run in `cache/llm_testbed/`: a job killed mid-epoch resumes from its last checkpoint
-when the command is run again, and a finished one is only re-recorded. Each process trains on one torch thread (two processes on two cores). An epoch over the 1,800 training questions
-with the bundled 135M LLM takes one to two hours per core; the full list is about a day on two cores.
+when the command is run again, and a finished one is only re-recorded. Each process trains on one torch thread (two
+processes on two cores). An epoch over the 1,800 training questions with the bundled 135M LLM takes one to two hours
+per core; the full list is about a day on two cores.
 
 `report.full_split_table`, `paired_by_seed` and `pooled_pair` read the finished runs back from the ledger
 (notebook 05).
