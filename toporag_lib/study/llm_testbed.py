@@ -14,8 +14,8 @@ when the command is run again, and a finished one is only re-recorded. Each proc
 processes on two cores). An epoch over the 1,800 training questions with the bundled 135M LLM takes one to two hours
 per core; the full list is about a day on two cores.
 
-`report.full_split_table`, `paired_by_seed` and `pooled_pair` read the finished runs back from the ledger
-(notebook 05).
+`report.full_split_table` and `study.paired_runs` read the finished runs back from the ledger (notebook 05,
+`results/README.md`).
 
 `--suite table1` runs every method of `experiments.TABLE1_METHODS` (the paper's Table 1 rows we run) on the full
 ExplaGraphs split and the full testbed split, seed 42, the inference-only ones first (tens of minutes each), and
@@ -30,10 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import torch
 
-from toporag_lib.data.registry import correct_for
 from toporag_lib.paths import PROJECT_ROOT
 from toporag_lib.study.experiments import (
     ABLATIONS,
@@ -43,10 +41,8 @@ from toporag_lib.study.experiments import (
     run_cached,
     variant_config,
 )
-from toporag_lib.study.report import full_split_records
 from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import COMMAND_ENV
-from toporag_lib.training.paired import mean_difference, paired_comparison
 
 DATASET = "synthetic_scenes"
 SEEDS = (42, 43, 44)
@@ -115,50 +111,6 @@ def claim(job: Job, runs_dir: Path = RUNS_DIR) -> Path | None:
 
 def is_done(job: Job, runs_dir: Path = RUNS_DIR) -> bool:
     return any((runs_dir / job.dataset).glob(f"*-{config_digest(job.config())}/metrics_test.json"))
-
-
-def paired_by_seed(records: list[dict[str, Any]], a: str = "TopoRAG", b: str = "G-Retriever",
-                   family: str | None = "loop") -> pd.DataFrame:
-    """For every seed that both methods ran on the full split: McNemar's exact test of a against b on the family's
-    test questions (all questions when `family` is None)."""
-    runs = {(r["name"], r["config"]["seed"]): r for r in full_split_records(records, DATASET)}
-    rows = []
-    for seed in sorted({seed for name, seed in runs if name == a} & {seed for name, seed in runs if name == b}):
-        chosen = [[p for p in runs[(m, seed)]["predictions"] if family is None or p.get("family") == family]
-                  for m in (a, b)]
-        rows.append({"seed": seed, "family": family or "all",
-                     **paired_comparison(chosen[0], chosen[1], DATASET, names=(a, b))})
-    return pd.DataFrame(rows)
-
-
-def pooled_pair(records: list[dict[str, Any]], a: str = "TopoRAG", b: str = "G-Retriever") -> pd.DataFrame:
-    """Over the seeds both methods ran on the full split, per family (and all): each question's correctness averaged
-    over those seeds, both methods' scores, and `paired.mean_difference` of a minus b (questions are the units, so
-    the interval counts each question once however many seeds ran); `one_answer_a`/`_b`: the share of the family's
-    predictions that are the run's most common one, averaged over the seeds (1.0: one answer to every question)."""
-    runs = {(r["name"], r["config"]["seed"]): r for r in full_split_records(records, DATASET)}
-    seeds = sorted({seed for name, seed in runs if name == a} & {seed for name, seed in runs if name == b})
-    if not seeds:
-        return pd.DataFrame()
-    correct = correct_for(DATASET)
-    rows = [{"method": m, "seed": seed, "question": p["index"], "family": p.get("family", ""),
-             "correct": float(correct(p["pred"], p["label"])), "pred": p["pred"]}
-            for m in (a, b) for seed in seeds for p in runs[(m, seed)]["predictions"]]
-    frame = pd.DataFrame(rows)
-    mean = frame.groupby(["method", "question"]).correct.mean().unstack(0)
-    if mean.isna().any().any():
-        raise ValueError(f"{a!r} and {b!r} hold different test questions; cannot pair them")
-    family = frame.drop_duplicates("question").set_index("question").family
-    out = []
-    for name in ["all", *sorted(family.unique())]:
-        part = mean if name == "all" else mean[family[mean.index] == name]
-        chosen = frame if name == "all" else frame[frame.family == name]
-        one_answer = chosen.groupby(["method", "seed"]).pred.agg(lambda p: p.value_counts().iloc[0] / len(p))
-        out.append({"family": name, "a": a, "b": b, "seeds": ", ".join(map(str, seeds)),
-                    "score_a": part[a].mean(), "score_b": part[b].mean(),
-                    **mean_difference((part[a] - part[b]).to_numpy()),
-                    "one_answer_a": one_answer[a].mean(), "one_answer_b": one_answer[b].mean()})
-    return pd.DataFrame(out)
 
 
 def main(argv: list[str] | None = None) -> None:

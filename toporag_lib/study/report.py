@@ -20,7 +20,7 @@ import pandas as pd
 from toporag_lib import atomic
 from toporag_lib.config import merge
 from toporag_lib.data.registry import metric_for
-from toporag_lib.study import paper
+from toporag_lib.study import paired_runs, paper
 from toporag_lib.study.experiments import TABLE1_METHODS
 from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import config_digest, hardware, read_ledger
@@ -269,10 +269,11 @@ def results_readme(results: str | Path, profile: str) -> str:
                                                                   "acc_loop", "commit"]),
          "_From the ledger: `python -m toporag_lib.study.llm_testbed` runs, mean and std over seeds; the loop "
          "family's floor is 0.50 (Testbed · floors)._"),
-        ("Testbed · TopoRAG against G-Retriever with the LLM, paired", _read(results, "05_testbed_llm_pooled.csv"),
+        ("Testbed · TopoRAG against G-Retriever with the LLM, paired", _nonempty(paired_runs.pooled(
+            full_split_records(read_ledger(results / "runs"), "synthetic_scenes"))),
          "_Over the seeds both ran: each test question's correctness averaged over those seeds, TopoRAG minus "
          "G-Retriever, 95% t-interval over questions, paired t-test p, and `detectable`: the true difference these "
-         "questions find with 80% power at α = 0.05; `one_answer`: the share of predictions that are the run's "
+         "questions find with 80% power at α = 0.05 (`study.paired_runs`); `one_answer`: the share of predictions that are the run's "
          "most common one (1.0: the same answer to every question; per-seed McNemar tests in "
          "`05_testbed_llm_paired.csv`)._"),
     ]
