@@ -36,4 +36,3 @@ def test_a_run_held_by_a_live_process_is_skipped_and_a_dead_holder_is_taken_over
         other.kill()
         other.wait()
     assert llm_testbed.claim(job, tmp_path) == first and first.read_text() == str(os.getpid())  # gone: taken over
-

@@ -226,8 +226,9 @@ def results_readme(results: str | Path, profile: str) -> str:
     results = Path(results)
     s04, s05, s06 = (_setup(results, f"{n}_setup.json") for n in ("04", "05", "06"))
     scores = ["score", "score_std", "acc_attribute", "acc_path", "acc_loop", "runs"]
+    records = read_ledger(results / "runs")
     sections = [
-        ("Table 1 · every row on the full splits", table1_full_split(read_ledger(results / "runs"), TABLE1_METHODS),
+        ("Table 1 · every row on the full splits", table1_full_split(records, TABLE1_METHODS),
          "_From the ledger's full-split runs (`python -m toporag_lib.study.llm_testbed --suite table1`), mean ± std "
          "over seeds; the testbed (synthetic scenes v2, 600 test questions, exact match) stands in for SceneGraphs, "
          "so its paper column is a different dataset. The bundled 135M LLM on a CPU, one epoch: not the paper's 7B "
@@ -264,18 +265,18 @@ def results_readme(results: str | Path, profile: str) -> str:
          "_Cellular encoder with minus without 2-cells: mean per-question difference in correctness (averaged over "
          "the seeds), 95% t-interval, paired t-test p; per-encoder accuracies in `05_probe.csv`._"),
         ("Testbed · LLM runs on the full split", _columns(_nonempty(full_split_table(
-            read_ledger(results / "runs"), "synthetic_scenes")), ["method", "n", "seeds", "score", "score_std",
+            records, "synthetic_scenes")), ["method", "n", "seeds", "score", "score_std",
                                                                   "majority", "acc_attribute", "acc_path",
                                                                   "acc_loop", "commit"]),
          "_From the ledger: `python -m toporag_lib.study.llm_testbed` runs, mean and std over seeds; the loop "
          "family's floor is 0.50 (Testbed · floors)._"),
         ("Testbed · TopoRAG against G-Retriever with the LLM, paired", _nonempty(paired_runs.pooled(
-            full_split_records(read_ledger(results / "runs"), "synthetic_scenes"))),
+            full_split_records(records, "synthetic_scenes"))),
          "_Over the seeds both ran: each test question's correctness averaged over those seeds, TopoRAG minus "
          "G-Retriever, 95% t-interval over questions, paired t-test p, and `detectable`: the true difference these "
-         "questions find with 80% power at α = 0.05 (`study.paired_runs`); `one_answer`: the share of predictions that are the run's "
-         "most common one (1.0: the same answer to every question; per-seed McNemar tests in "
-         "`05_testbed_llm_paired.csv`)._"),
+         "questions find with 80% power at α = 0.05 (`study.paired_runs`); `one_answer`: the share of "
+         "predictions that are the run's most common one (1.0: the same answer to every question; per-seed "
+         "McNemar tests in `05_testbed_llm_paired.csv`)._"),
     ]
     lines = [
         "# Results",
