@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from math import comb
+from math import comb, isnan
 
 import pytest
 
@@ -100,5 +100,7 @@ def test_mean_difference_by_hand_and_its_power():
     assert out["p"] == pytest.approx(stats.ttest_1samp(d, 0).pvalue)
     assert out["detectable"] == pytest.approx((2.364624 + 0.896029) * sem, rel=1e-5)
     assert mean_difference([0.0, 0.0])["p"] == 1.0 and mean_difference([1.0, 1.0])["p"] == 0.0
+    assert isnan(mean_difference([0.0] * 200)["detectable"])  # no spread: no interval, no power to state
+    assert isnan(mean_difference([0.0] * 200)["ci_lo"])
     with pytest.raises(ValueError, match="no paired differences"):
         mean_difference([])

@@ -35,7 +35,8 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
 def mean_difference(diffs: Sequence[float]) -> dict[str, float]:
     """Mean of per-question paired differences d_i, its 95% t-interval mean ± t(0.975, n-1)·s/√n, the paired
     t-test's p, and `detectable`: the true mean difference a two-sided test at α = 0.05 finds with 80% power,
-    (t(0.975, n-1) + t(0.8, n-1))·s/√n (nan below two questions)."""
+    (t(0.975, n-1) + t(0.8, n-1))·s/√n. Interval and `detectable` are nan below two questions, and where every
+    difference is the same (s = 0: two runs that give one answer each, say), since there is no spread to scale them."""
     d = np.asarray(diffs, dtype=float)
     n = len(d)
     if n == 0:
@@ -45,8 +46,11 @@ def mean_difference(diffs: Sequence[float]) -> dict[str, float]:
         return {"diff": mean, "ci_lo": float("nan"), "ci_hi": float("nan"), "p": float("nan"),
                 "detectable": float("nan"), "n": n}
     sem = d.std(ddof=1) / np.sqrt(n)
+    if sem == 0:
+        return {"diff": mean, "ci_lo": float("nan"), "ci_hi": float("nan"), "p": 1.0 if mean == 0 else 0.0,
+                "detectable": float("nan"), "n": n}
     half = stats.t.ppf(0.975, n - 1) * sem
-    p = float(stats.ttest_1samp(d, 0.0).pvalue) if sem > 0 else (1.0 if mean == 0 else 0.0)
+    p = float(stats.ttest_1samp(d, 0.0).pvalue)
     detectable = (stats.t.ppf(0.975, n - 1) + stats.t.ppf(0.8, n - 1)) * sem
     return {"diff": mean, "ci_lo": mean - half, "ci_hi": mean + half, "p": p, "detectable": float(detectable), "n": n}
 
