@@ -48,3 +48,12 @@ def test_two_runs_of_one_method_and_seed_or_two_datasets_are_refused():
     other["config"]["dataset"] = "explagraphs"
     with pytest.raises(ValueError, match="several datasets"):
         paired_runs.pooled([twice[0], other])
+
+
+def test_pairs_stacks_each_pair_and_leaves_out_pairs_without_a_common_seed():
+    records = [_record("TopoRAG", 42, [True, True, False, True]), _record("TopoRAG w/o CRL", 42, [True, False, True, True]),
+               _record("TopoRAG + LoRA", 42, [True] * 4), _record("G-Retriever + LoRA", 43, [True] * 4)]
+    table = paired_runs.pairs(records, [("TopoRAG", "TopoRAG w/o CRL"), ("TopoRAG + LoRA", "G-Retriever + LoRA")])
+    assert set(table.b) == {"TopoRAG w/o CRL"} and len(table) == 4  # all, attribute, loop, path
+    assert table.set_index("family").loc["loop", "diff"] == 0.5
+    assert paired_runs.pairs(records, [("TopoRAG + LoRA", "G-Retriever + LoRA")]).empty

@@ -72,3 +72,9 @@ def pooled(records: list[dict[str, Any]], a: str = "TopoRAG", b: str = "G-Retrie
                     **mean_difference((part[a] - part[b]).to_numpy()),
                     "one_answer_a": one_answer[a].mean(), "one_answer_b": one_answer[b].mean()})
     return pd.DataFrame(out)
+
+
+def pairs(records: list[dict[str, Any]], compared: list[tuple[str, str]]) -> pd.DataFrame:
+    """`pooled` for each (a, b) in `compared`, one table; pairs without a seed that both ran are left out."""
+    tables = [table for a, b in compared if not (table := pooled(records, a, b)).empty]
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()

@@ -21,7 +21,7 @@ from toporag_lib import atomic
 from toporag_lib.config import merge
 from toporag_lib.data.registry import metric_for
 from toporag_lib.study import paired_runs, paper
-from toporag_lib.study.experiments import TABLE1_METHODS
+from toporag_lib.study.experiments import ABLATIONS, TABLE1_METHODS
 from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import config_digest, hardware, read_ledger
 
@@ -147,6 +147,11 @@ def full_split_table(records: list[dict[str, Any]], dataset: str) -> pd.DataFram
     """`ledger_table` of the full-split runs: per method, mean and std over seeds of the score and of each family's
     accuracy, the majority-answer baseline, n and seeds."""
     return ledger_table(full_split_records(records, dataset))
+
+
+# The testbed's paired comparisons beyond the frozen TopoRAG / G-Retriever pair (results README).
+TESTBED_PAIRS = [("TopoRAG", f"TopoRAG {name}") for name, change in ABLATIONS.items() if change] + [
+    ("TopoRAG + LoRA", "G-Retriever + LoRA")]
 
 
 def table1(results: Path) -> str | None:
@@ -277,6 +282,11 @@ def results_readme(results: str | Path, profile: str) -> str:
          "questions find with 80% power at α = 0.05 (`study.paired_runs`); `one_answer`: the share of "
          "predictions that are the run's most common one (1.0: the same answer to every question; per-seed "
          "McNemar tests in `05_testbed_llm_paired.csv`)._"),
+        ("Testbed · TopoRAG against its ablations, and the LoRA pair, paired", _nonempty(paired_runs.pairs(
+            full_split_records(records, "synthetic_scenes"), TESTBED_PAIRS)),
+         "_As above, for each pair over the seeds both ran: TopoRAG minus each ablation of the paper's Table 2 "
+         "(w/o CRL: no 2-cells; w/o TSR: shortest-path retrieval; w/o MTR: a GCN encoder), and TopoRAG + LoRA minus "
+         "G-Retriever + LoRA._"),
     ]
     lines = [
         "# Results",
