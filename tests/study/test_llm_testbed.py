@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from toporag_lib.study import llm_testbed
 from toporag_lib.study.experiments import TABLE1_METHODS
 
@@ -36,3 +38,12 @@ def test_a_run_held_by_a_live_process_is_skipped_and_a_dead_holder_is_taken_over
         other.kill()
         other.wait()
     assert llm_testbed.claim(job, tmp_path) == first and first.read_text() == str(os.getpid())  # gone: taken over
+
+
+def test_a_shard_takes_every_nth_job_and_jobs_run_as_listed_or_are_refused():
+    assert llm_testbed.selected(7, "1/3") == [1, 4] and llm_testbed.selected(7, "0/1") == list(range(7))
+    assert llm_testbed.selected(7, "1/3", "6,2") == [6, 2]  # --jobs wins over the shard, in its order
+    with pytest.raises(SystemExit, match="no job 7"):
+        llm_testbed.selected(7, "0/1", "2,7")
+    with pytest.raises(SystemExit, match="expected i/n"):
+        llm_testbed.selected(7, "3/3")

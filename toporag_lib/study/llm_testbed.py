@@ -5,6 +5,7 @@ split, each recorded in the results ledger when it finishes.
     python -m toporag_lib.study.llm_testbed --list                 # the jobs, in order, and which are done
     python -m toporag_lib.study.llm_testbed --shard 0/2 &          # two processes share the jobs
     python -m toporag_lib.study.llm_testbed --shard 1/2 &
+    python -m toporag_lib.study.llm_testbed --jobs 13,11 &           # chosen jobs, in this order
     python -m toporag_lib.study.llm_testbed --suite table1 --shard 0/2 &   # every row of the paper's Table 1
 
 Jobs run in order of importance: the frozen TopoRAG / G-Retriever pair on the testbed, the ExplaGraphs trio (an
@@ -113,35 +114,48 @@ def is_done(job: Job, runs_dir: Path = RUNS_DIR) -> bool:
     return any((runs_dir / job.dataset).glob(f"*-{config_digest(job.config())}/metrics_test.json"))
 
 
+def selected(count: int, shard: str, jobs: str | None = None) -> list[int]:
+    """The indices to run, in order: `jobs` ("13,11") as given, else those of the shard "i/n" (index i modulo n)."""
+    if jobs:
+        chosen = [int(part) for part in jobs.split(",")]
+        if bad := [i for i in chosen if not 0 <= i < count]:
+            raise SystemExit(f"--jobs {jobs}: no job {bad[0]} (the suite has jobs 0-{count - 1}; see --list)")
+        return chosen
+    index, parts = (int(part) for part in shard.split("/"))
+    if not 0 <= index < parts:
+        raise SystemExit(f"--shard {shard}: expected i/n with 0 <= i < n")
+    return [i for i in range(count) if i % parts == index]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shard", default="0/1", help="i/n: run the jobs whose index is i modulo n")
     parser.add_argument("--suite", default="testbed", choices=sorted(SUITES))
+    parser.add_argument("--jobs", help="comma-separated job indices (--list) to run in this order, instead of a shard")
     parser.add_argument("--list", action="store_true", help="list the jobs and whether each is done, then stop")
     args = parser.parse_args(argv)
-    index, count = (int(part) for part in args.shard.split("/"))
-    if not 0 <= index < count:
-        raise SystemExit(f"--shard {args.shard}: expected i/n with 0 <= i < n")
     todo = SUITES[args.suite]()
+    chosen = selected(len(todo), args.shard, args.jobs)
+    count = int(args.shard.split("/")[1])
     if args.list:
         for i, job in enumerate(todo):
             print(f"{i:2d} shard {i % count}  {'done' if is_done(job) else 'todo'}  {job.name} on {job.dataset}, "
                   f"seed {job.seed}")
         return
-    os.environ.setdefault(COMMAND_ENV, f"python -m toporag_lib.study.llm_testbed --suite {args.suite} "
-                                       f"--shard {args.shard}")
+    which = f"--jobs {args.jobs}" if args.jobs else f"--shard {args.shard}"
+    os.environ.setdefault(COMMAND_ENV, f"python -m toporag_lib.study.llm_testbed --suite {args.suite} {which}")
     torch.set_num_threads(1)
-    for i, job in enumerate(todo):
-        if i % count == index:
-            lock = claim(job)
-            if lock is None:
-                print(f"job {i}: {job.name} on {job.dataset} runs in another process: skipped", flush=True)
-                continue
-            print(f"job {i}: {job.name} on {job.dataset}, seed {job.seed}", flush=True)
-            try:
-                run_cached(job.config(), job.name, RUNS_DIR)
-            finally:
-                lock.unlink(missing_ok=True)
+    for i in chosen:
+        job = todo[i]
+        lock = claim(job)
+        if lock is None:
+            print(f"job {i}: {job.name} on {job.dataset} runs in another process: skipped", flush=True)
+            continue
+        print(f"job {i}: {job.name} on {job.dataset}, seed {job.seed}", flush=True)
+        try:
+            run_cached(job.config(), job.name, RUNS_DIR)
+        finally:
+            lock.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":
