@@ -232,6 +232,7 @@ def results_readme(results: str | Path, profile: str) -> str:
     s04, s05, s06 = (_setup(results, f"{n}_setup.json") for n in ("04", "05", "06"))
     scores = ["score", "score_std", "acc_attribute", "acc_path", "acc_loop", "runs"]
     records = read_ledger(results / "runs")
+    testbed = full_split_records(records, "synthetic_scenes")
     sections = [
         ("Table 1 · every row on the full splits", table1_full_split(records, TABLE1_METHODS),
          "_From the ledger's full-split runs (`python -m toporag_lib.study.llm_testbed --suite table1`), mean ± std "
@@ -275,15 +276,13 @@ def results_readme(results: str | Path, profile: str) -> str:
                                                                   "acc_loop", "commit"]),
          "_From the ledger: `python -m toporag_lib.study.llm_testbed` runs, mean and std over seeds; the loop "
          "family's floor is 0.50 (Testbed · floors)._"),
-        ("Testbed · TopoRAG against G-Retriever with the LLM, paired", _nonempty(paired_runs.pooled(
-            full_split_records(records, "synthetic_scenes"))),
+        ("Testbed · TopoRAG against G-Retriever with the LLM, paired", _nonempty(paired_runs.pooled(testbed)),
          "_Over the seeds both ran: each test question's correctness averaged over those seeds, TopoRAG minus "
          "G-Retriever, 95% t-interval over questions, paired t-test p, and `detectable`: the true difference these "
          "questions find with 80% power at α = 0.05 (`study.paired_runs`); `one_answer`: the share of "
          "predictions that are the run's most common one (1.0: the same answer to every question; per-seed "
          "McNemar tests in `05_testbed_llm_paired.csv`)._"),
-        ("Testbed · TopoRAG against its ablations, and the LoRA pair, paired", _nonempty(paired_runs.pairs(
-            full_split_records(records, "synthetic_scenes"), TESTBED_PAIRS)),
+        ("Testbed · TopoRAG against its ablations, and the LoRA pair, paired", _nonempty(paired_runs.pairs(testbed, TESTBED_PAIRS)),
          "_As above, for each pair over the seeds both ran: TopoRAG minus each ablation of the paper's Table 2 "
          "(w/o CRL: no 2-cells; w/o TSR: shortest-path retrieval; w/o MTR: a GCN encoder), and TopoRAG + LoRA minus "
          "G-Retriever + LoRA._"),
