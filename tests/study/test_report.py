@@ -18,13 +18,15 @@ def test_markdown_table_rounds_and_marks_missing_values():
     assert text.splitlines() == ["| method | score |", "|---|---|", "| a | 0.123 |", "| b | – |"]
 
 
-def record(ledger, name: str, dataset: str, seed: int, score: float, families: dict | None = None) -> None:
+def record(ledger, name: str, dataset: str, seed: int, score: float, families: dict | None = None,
+           secondary: dict | None = None) -> None:
     """A finished run (config, metrics, predictions) recorded in the ledger, as the trainer leaves one."""
     run = ledger.parent / f"run-{name}-{dataset}-{seed}"
     run.mkdir()
     config = TrainConfig(dataset=dataset, seed=seed, train=name != "zero-shot")  # one config per method
     (run / "config.json").write_text(json.dumps(config.to_dict()))
-    metrics = {"n": 60, "score": score, **({"per_family": families} if families else {})}
+    metrics = {"n": 60, "score": score, **({"per_family": families} if families else {}),
+               **({"secondary": secondary} if secondary else {})}
     (run / "metrics_test.json").write_text(json.dumps(metrics))
     (run / "predictions_test.jsonl").write_text("")
     record_run(run, ledger, name, command=f"python -m toporag_lib.training --set seed={seed}")
@@ -65,12 +67,14 @@ def test_table1_on_full_splits_has_a_row_per_method_with_n_seeds_and_the_paper(t
     ledger = tmp_path / "runs"
     for seed, score in ((42, 0.5), (43, 0.7)):
         record(ledger, "TopoRAG", "explagraphs", seed, score)
-    record(ledger, "zero-shot", "synthetic_scenes", 42, 0.3)
+    record(ledger, "zero-shot", "synthetic_scenes", 42, 0.3, secondary={"contains": 0.45})
     table = report.table1_full_split(read_ledger(ledger), ["zero-shot", "TopoRAG", "G-Retriever (own code)"])
     rows = table.set_index("method")
     assert rows.loc["TopoRAG", "ExplaGraphs"] == "0.600 ± 0.141" and rows.loc["TopoRAG", "ExplaGraphs seeds"] == "42, 43"
     assert rows.loc["TopoRAG", "ExplaGraphs n"] == 60 and rows.loc["TopoRAG", "paper explagraphs"] == 0.8899
     assert rows.loc["TopoRAG", "testbed"] == "not run" and rows.loc["zero-shot", "testbed"] == "0.300"
+    assert rows.loc["zero-shot", "testbed contains"] == "0.450" and rows.loc["TopoRAG", "testbed contains"] == ""
+    assert "ExplaGraphs contains" not in table  # ExplaGraphs has one metric
     assert rows.loc["G-Retriever (own code)", "paper explagraphs"] == ""  # not a row of the paper's
     assert list(table["method"])[-1] == "majority answer (floor)"
 
