@@ -19,11 +19,13 @@ def test_markdown_table_rounds_and_marks_missing_values():
 
 
 def record(ledger, name: str, dataset: str, seed: int, score: float, families: dict | None = None,
-           secondary: dict | None = None) -> None:
+           secondary: dict | None = None, lr: float | None = None) -> None:
     """A finished run (config, metrics, predictions) recorded in the ledger, as the trainer leaves one."""
-    run = ledger.parent / f"run-{name}-{dataset}-{seed}"
+    run = ledger.parent / f"run-{name.replace('/', '_')}-{dataset}-{seed}"
     run.mkdir()
-    config = TrainConfig(dataset=dataset, seed=seed, train=name != "zero-shot")  # one config per method
+    config = TrainConfig(dataset=dataset, seed=seed, train=name != "zero-shot")  # one config per method, or per lr
+    if lr is not None:
+        config.lr = lr
     (run / "config.json").write_text(json.dumps(config.to_dict()))
     metrics = {"n": 60, "score": score, **({"per_family": families} if families else {}),
                **({"secondary": secondary} if secondary else {})}
@@ -79,6 +81,19 @@ def test_table1_on_full_splits_has_a_row_per_method_with_n_seeds_and_the_paper(t
     assert list(table["method"])[-1] == "majority answer (floor)"
 
 
+def test_table2_on_full_splits_names_each_ablation_with_the_testbed_loop_and_the_paper(tmp_path):
+    ledger = tmp_path / "runs"
+    record(ledger, "TopoRAG", "synthetic_scenes", 42, 0.35, {"loop": 0.5}, {"contains": 0.36})
+    record(ledger, "TopoRAG w/o CRL (no 2-cells)", "synthetic_scenes", 42, 0.33, {"loop": 0.49}, lr=1e-4)
+    table = report.table2_full_split(read_ledger(ledger))
+    rows = table.set_index("variant")
+    assert list(table["variant"])[:4] == ["TopoRAG", "w/o CRL (no 2-cells)", "w/o TSR (shortest path)", "w/o MTR (GCN)"]
+    assert rows.loc["w/o CRL (no 2-cells)", "testbed"] == "0.330" and rows.loc["w/o CRL (no 2-cells)", "testbed loop"] == "0.490"
+    assert rows.loc["TopoRAG", "testbed contains"] == "0.360" and rows.loc["w/o CRL (no 2-cells)", "testbed contains"] == ""
+    assert rows.loc["w/o MTR (GCN)", "testbed"] == "not run" and rows.loc["TopoRAG", "ExplaGraphs"] == "not run"
+    assert rows.loc["w/o CRL (no 2-cells)", "paper explagraphs"] == 0.8576 and "paper scenegraphs" not in table
+
+
 def test_results_readme_puts_paper_and_ours_side_by_side(tmp_path):
     record(tmp_path / "runs", "TopoRAG", "explagraphs", 42, 0.61)
     record(tmp_path / "runs", "TopoRAG", "synthetic_scenes", 42, 0.25, {"loop": 0.4})
@@ -93,7 +108,7 @@ def test_results_readme_puts_paper_and_ours_side_by_side(tmp_path):
     assert "0.890" in row and "0.610" in row and "| 60 | 42 |" in row  # paper 0.8899; ours, n and seeds
     row = next(line for line in text.splitlines() if line.startswith("| TopoRAG | synthetic_scenes |"))
     assert "0.250" in row and "0.400" in row
-    assert "| w/o CRL (no 2-cells) | 0.200 |" in text and "0.858" in text  # paper's w/o CRL: 0.8576
+    assert "| w/o CRL (no 2-cells) | 0.200 |" in text  # notebook 05's table and "0.858" in text  # paper's w/o CRL: 0.8576
     assert text.count("_not produced in this run_") == 9  # Tables 5, 6, 7 and six testbed tables were not written
     llm = text.split("## Testbed · LLM runs on the full split")[1]  # from the ledger: the synthetic run is full-split
     assert "| TopoRAG | 60 | 42 | 0.250 |" in llm and "explagraphs" not in llm.split("## Figures")[0]

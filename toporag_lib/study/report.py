@@ -169,10 +169,11 @@ def table1(results: Path) -> str | None:
     return markdown_table(table)
 
 
-TABLE1_DATASETS = {"explagraphs": ("ExplaGraphs", "explagraphs"), "synthetic_scenes": ("testbed", "scenegraphs")}
-# A secondary metric shown beside the primary one: the testbed's is exact match, under which an untrained LLM's
-# sentence scores 0; G-Retriever's `label in prediction` shows what those rows do answer.
-TABLE1_SECONDARY = {"synthetic_scenes": "contains"}
+# Per dataset: its column label, and extra columns shown beside its score (label suffix: `ledger_table` column). The
+# testbed's metric is exact match, under which an untrained LLM's sentence scores 0; G-Retriever's `label in
+# prediction` ("contains") shows what those rows do answer.
+FULL_SPLIT_DATASETS = {"explagraphs": ("ExplaGraphs", {}),
+                       "synthetic_scenes": ("testbed", {"contains": "secondary_contains"})}
 
 
 def _mean_std(row: pd.Series) -> str:
@@ -180,40 +181,60 @@ def _mean_std(row: pd.Series) -> str:
     return f"{row['score']:.3f}" + ("" if pd.isna(std) else f" ± {std:.3f}")
 
 
-def table1_full_split(records: list[dict[str, Any]], methods: list[str]) -> pd.DataFrame:
-    """The paper's Table 1 on full splits: per method (in `methods`' order), for ExplaGraphs (554 test questions)
-    and the testbed (standing in for SceneGraphs), our mean ± std over seeds with n and the seeds (and the mean of
-    the dataset's `TABLE1_SECONDARY` metric), beside the paper's number; "not run" where the ledger has no full-split run of that method. Where a method has several
-    settings on a split, the one with the most seeds (then the newest commit's) is shown."""
-    rows = []
-    tables = {d: full_split_table(records, d) for d in TABLE1_DATASETS}
-    for method in methods:
-        row: dict[str, Any] = {"method": method}
+def full_split_side_by_side(records: list[dict[str, Any]], rows: list[tuple[str, str]], theirs: pd.DataFrame,
+                            key: str, paper_columns: dict[str, str | None],
+                            extras: dict[str, dict[str, str]] | None = None) -> pd.DataFrame:
+    """Per (row label, ledger method name) in `rows`' order, for each of `FULL_SPLIT_DATASETS`: our mean ± std over
+    seeds on the full split with n, the seeds and the dataset's extra columns (`extras` replaces them), beside the
+    paper's number (`theirs[paper_columns[dataset]]` at `theirs[key] == label`; no column where it is None); "not
+    run" where the ledger has no full-split run of that method. Where a method has several settings on a split, the
+    one with the most seeds (then the newest commit's) is shown. A last row holds each dataset's majority answer."""
+    out = []
+    tables = {d: full_split_table(records, d) for d in FULL_SPLIT_DATASETS}
+    for label, method in rows:
+        row: dict[str, Any] = {key: label}
         hardware = set()
-        for dataset, (label, paper_column) in TABLE1_DATASETS.items():
+        for dataset, (name, default_extras) in FULL_SPLIT_DATASETS.items():
+            shown = default_extras if extras is None else extras.get(dataset, {})
             ours = tables[dataset][tables[dataset]["method"] == method] if not tables[dataset].empty else None
-            secondary = TABLE1_SECONDARY.get(dataset)
             if ours is None or ours.empty:
-                row.update({label: "not run", **({f"{label} {secondary}": ""} if secondary else {}),
-                            f"{label} n": "", f"{label} seeds": ""})
+                row.update({name: "not run", **{f"{name} {e}": "" for e in shown}, f"{name} n": "", f"{name} seeds": ""})
             else:
                 best = ours.assign(count=ours["seeds"].str.count(",")).sort_values("count", kind="stable").iloc[-1]
-                row[label] = _mean_std(best)
-                if secondary:
-                    value = best.get(f"secondary_{secondary}")
-                    row[f"{label} {secondary}"] = "" if value is None or pd.isna(value) else f"{value:.3f}"
-                row.update({f"{label} n": int(best["n"]), f"{label} seeds": best["seeds"]})
+                row[name] = _mean_std(best)
+                for suffix, column in shown.items():
+                    value = best.get(column)
+                    row[f"{name} {suffix}"] = "" if value is None or pd.isna(value) else f"{value:.3f}"
+                row.update({f"{name} n": int(best["n"]), f"{name} seeds": best["seeds"]})
                 hardware.add(best["hardware"])
-            paper_row = paper.TABLE1[paper.TABLE1.method == method]
-            row[f"paper {paper_column}"] = float(paper_row[paper_column].iloc[0]) if len(paper_row) else ""
+            if paper_columns.get(dataset):
+                paper_row = theirs[theirs[key] == label]
+                column = paper_columns[dataset]
+                row[f"paper {column}"] = float(paper_row[column].iloc[0]) if len(paper_row) else ""
         row["hardware"] = "; ".join(sorted(hardware))
-        rows.append(row)
-    floor: dict[str, Any] = {"method": "majority answer (floor)"}
-    for dataset, (label, _) in TABLE1_DATASETS.items():
+        out.append(row)
+    floor: dict[str, Any] = {key: "majority answer (floor)"}
+    for dataset, (name, _) in FULL_SPLIT_DATASETS.items():
         known = tables[dataset]["majority"].dropna() if not tables[dataset].empty else pd.Series(dtype=float)
-        floor[label] = f"{known.iloc[0]:.3f}" if len(known) else "not run"
-    rows.append(floor)
-    return pd.DataFrame(rows).astype(object).fillna("")
+        floor[name] = f"{known.iloc[0]:.3f}" if len(known) else "not run"
+    out.append(floor)
+    return pd.DataFrame(out).astype(object).fillna("")
+
+
+def table1_full_split(records: list[dict[str, Any]], methods: list[str]) -> pd.DataFrame:
+    """The paper's Table 1 on full splits: ExplaGraphs (554 test questions) and the testbed (standing in for
+    SceneGraphs), a row per method in `methods`' order (`full_split_side_by_side`)."""
+    return full_split_side_by_side(records, [(m, m) for m in methods], paper.TABLE1, "method",
+                                   {"explagraphs": "explagraphs", "synthetic_scenes": "scenegraphs"})
+
+
+def table2_full_split(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """The paper's Table 2 on full splits: TopoRAG and each of its ablations (`experiments.ABLATIONS`, ledger name
+    "TopoRAG <variant>"), with the testbed's loop-family accuracy; the paper has no SceneGraphs column here."""
+    rows = [(variant, "TopoRAG" if not change else f"TopoRAG {variant}") for variant, change in ABLATIONS.items()]
+    return full_split_side_by_side(records, rows, paper.TABLE2, "variant",
+                                   {"explagraphs": "explagraphs", "synthetic_scenes": None},
+                                   {"synthetic_scenes": {"loop": "acc_loop", "contains": "secondary_contains"}})
 
 
 def _side_by_side(ours: pd.DataFrame | None, theirs: pd.DataFrame, keep: list[str]) -> str | None:
@@ -257,7 +278,11 @@ def results_readme(results: str | Path, profile: str) -> str:
          "without the seed; `commit`: its first run's): the mean over its seeds, their standard deviation, n test "
          "questions (ExplaGraphs: of its 554; synthetic scenes stand in for SceneGraphs). Each record names its "
          "command, commit and hardware._"),
-        ("Table 2 · ablations", _side_by_side(_read(results, "05_table2_ablations.csv"), paper.TABLE2, scores),
+        ("Table 2 · ablations on the full splits", table2_full_split(records),
+         "_From the ledger's full-split runs, as Table 1 above; frozen LLM (the paper's Table 2 ablates TopoRAG with "
+         "LoRA: its TopoRAG row is Table 1's TopoRAG + LoRA). `testbed loop`: the loop family's accuracy (200 "
+         "questions, floor 0.50). Paired differences are in the Testbed sections below._"),
+        ("Table 2 · ablations, notebook 05's runs", _side_by_side(_read(results, "05_table2_ablations.csv"), paper.TABLE2, scores),
          _label(s05, "synthetic scenes; the paper's columns are ExplaGraphs and WebQSP")),
         ("Table 5 · cycle bases", _side_by_side(_read(results, "05_table5_cycle_bases.csv"), paper.TABLE5,
                                                 scores + ["mean_2cell_length", "coverage_loop"]),
