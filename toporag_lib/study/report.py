@@ -198,7 +198,8 @@ def full_split_side_by_side(records: list[dict[str, Any]], rows: list[tuple[str,
             shown = default_extras if extras is None else extras.get(dataset, {})
             ours = tables[dataset][tables[dataset]["method"] == method] if not tables[dataset].empty else None
             if ours is None or ours.empty:
-                row.update({name: "not run", **{f"{name} {e}": "" for e in shown}, f"{name} n": "", f"{name} seeds": ""})
+                row.update({name: "not run", **{f"{name} {e}": "" for e in shown}})
+                row.update({f"{name} n": "", f"{name} seeds": ""})
             else:
                 best = ours.assign(count=ours["seeds"].str.count(",")).sort_values("count", kind="stable").iloc[-1]
                 row[name] = _mean_std(best)
@@ -270,8 +271,8 @@ def results_readme(results: str | Path, profile: str) -> str:
          "over seeds; the testbed (synthetic scenes v2, 600 test questions, exact match) stands in for SceneGraphs, "
          "so its paper column is a different dataset. `testbed contains` is G-Retriever's `label in prediction` on "
          "the same predictions: it credits an untrained LLM's sentence that names the answer, and also a 'yes no' "
-         "hedge (see Testbed · floors), so it is not the primary metric. The bundled 135M LLM on a CPU, one epoch: not the paper's 7B "
-         "setting. SubgraphRAG and GNN-RAG are adapted to these datasets (`retrieval.subgraphrag`, `retrieval.gnnrag`); "
+         "hedge (see Testbed · floors), so it is not the primary metric. The bundled 135M LLM on a CPU, one epoch: "
+         "not the paper's 7B setting. SubgraphRAG and GNN-RAG are adapted to these datasets (`retrieval.subgraphrag`, `retrieval.gnnrag`); "
          "G-Retriever (own code) runs at G-Retriever's released settings._"),
         ("Table 1 · every run in the ledger", table1(results),
          "_Ours: every run in the ledger (`runs/`), one row per method and setting (`config`: a digest of its config "
@@ -282,7 +283,8 @@ def results_readme(results: str | Path, profile: str) -> str:
          "_From the ledger's full-split runs, as Table 1 above; frozen LLM (the paper's Table 2 ablates TopoRAG with "
          "LoRA: its TopoRAG row is Table 1's TopoRAG + LoRA). `testbed loop`: the loop family's accuracy (200 "
          "questions, floor 0.50). Paired differences are in the Testbed sections below._"),
-        ("Table 2 · ablations, notebook 05's runs", _side_by_side(_read(results, "05_table2_ablations.csv"), paper.TABLE2, scores),
+        ("Table 2 · ablations, notebook 05's runs",
+         _side_by_side(_read(results, "05_table2_ablations.csv"), paper.TABLE2, scores),
          _label(s05, "synthetic scenes; the paper's columns are ExplaGraphs and WebQSP")),
         ("Table 5 · cycle bases", _side_by_side(_read(results, "05_table5_cycle_bases.csv"), paper.TABLE5,
                                                 scores + ["mean_2cell_length", "coverage_loop"]),
