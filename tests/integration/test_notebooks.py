@@ -162,8 +162,11 @@ def test_07_results_writes_the_readme_even_from_partial_results(tmp_path, isolat
     run_one("07_results.ipynb", {"profile": "cpu-full"}, tmp_path)
     text = (isolated_cache / "results" / "README.md").read_text()
     sections = text.count("\n## ") - 1  # all but Figures
-    # nothing ran in this cache: every section is "not produced" except the full-split Table 1, which lists its rows
-    assert "under the `cpu-full` profile" in text and text.count("_not produced in this run_") == sections - 1
+    # nothing ran in this cache: every section is "not produced" except the full-split Tables 1 and 2, which list
+    # their rows as "not run"
+    assert "under the `cpu-full` profile" in text and text.count("_not produced in this run_") == sections - 2
+    table2 = text.split("## Table 2 · ablations on the full splits")[1].split("\n## ")[0]
+    assert table2.count("not run") == 10  # 4 variants x 2 datasets, and both floors
 
 
 def test_a_newly_recorded_run_changes_the_fingerprint_of_the_ledger_readers_only(tmp_path, isolated_cache):
