@@ -87,7 +87,8 @@ def test_solvers_refuse_version_1_samples():
 def test_accuracy_by_cycles_splits_on_the_questions_graph():
     from toporag_lib.data.dataset import QADataset
     from toporag_lib.data.graph import QASample, TextualGraph
-    from toporag_lib.study.testbed import accuracy_by_cycles
+    from toporag_lib.study.paired_runs import pooled
+    from toporag_lib.study.testbed import accuracy_by_cycles, with_cycle_families
 
     triangle = TextualGraph(["a", "b", "c"], [(0, 1, "r"), (1, 2, "r"), (2, 0, "r")])
     path = TextualGraph(["a", "b"], [(0, 1, "r")])
@@ -99,3 +100,10 @@ def test_accuracy_by_cycles_splits_on_the_questions_graph():
                {"question": "q2", "label": "support", "pred": "support"}]
     table = accuracy_by_cycles(records, dataset, lambda p, y: p == y).set_index("questions")
     assert table.loc["graph with a cycle"].tolist() == [1, 1.0] and table.loc["acyclic graph"].tolist() == [2, 0.5]
+    ledger = [{"name": name, "config": {"dataset": "explagraphs", "seed": 42},
+               "predictions": [{**r, "index": i, "pred": pred} for i, (r, pred) in enumerate(zip(records, preds))]}
+              for name, preds in (("a", ["support", "support", "support"]), ("b", ["counter", "counter", "support"]))]
+    paired = pooled(with_cycle_families(ledger, dataset), "a", "b").set_index("family")
+    assert paired.loc["graph with a cycle", "diff"] == 1.0 and paired.loc["graph with a cycle", "n"] == 1
+    assert paired.loc["acyclic graph", "diff"] == -0.5 and paired.loc["all", "n"] == 3
+    assert ledger[0]["predictions"][0].get("family") is None  # the records themselves are left as they were

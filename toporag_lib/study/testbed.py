@@ -137,12 +137,23 @@ def accuracy_by_cycles(records: list[dict], dataset: QADataset, correct: Callabl
     """A run's accuracy on the questions whose graph has a cycle and on those whose graph has none (prediction
     records matched to `dataset`'s samples by question text): what a dataset can show about 2-cells depends on the
     first group's size."""
-    cyclic = {s.question: s.graph.num_independent_cycles() > 0 for s in dataset}
+    labelled = with_cycle_families([{"predictions": records}], dataset)[0]["predictions"]
     rows = []
-    for name, wanted in (("graph with a cycle", True), ("acyclic graph", False)):
-        hits = [correct(r["pred"], r["label"]) for r in records if cyclic[_asked(r["question"], cyclic)] is wanted]
+    for name in CYCLE_FAMILIES.values():
+        hits = [correct(p["pred"], p["label"]) for p in labelled if p["family"] == name]
         rows.append({"questions": name, "n": len(hits), "accuracy": sum(hits) / len(hits) if hits else float("nan")})
     return pd.DataFrame(rows)
+
+
+CYCLE_FAMILIES = {True: "graph with a cycle", False: "acyclic graph"}
+
+
+def with_cycle_families(records: list[dict], dataset: QADataset) -> list[dict]:
+    """Copies of ledger records whose predictions' `family` says whether the question's graph has a cycle ("graph
+    with a cycle" or "acyclic graph"), so that `paired_runs.pooled` compares two runs on each group."""
+    cyclic = {s.question: s.graph.num_independent_cycles() > 0 for s in dataset}
+    return [{**r, "predictions": [{**p, "family": CYCLE_FAMILIES[cyclic[_asked(p["question"], cyclic)]]}
+                                  for p in r["predictions"]]} for r in records]
 
 
 def budget_table(evidence: pd.DataFrame) -> pd.DataFrame:
