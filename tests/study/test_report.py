@@ -93,6 +93,9 @@ def test_table2_on_full_splits_names_each_ablation_with_the_testbed_loop_and_the
     assert rows.loc["TopoRAG", "testbed contains"] == "0.360"
     assert rows.loc["w/o MTR (GCN)", "testbed"] == "not run" and rows.loc["TopoRAG", "ExplaGraphs"] == "not run"
     assert rows.loc["w/o CRL (no 2-cells)", "paper explagraphs"] == 0.8576 and "paper scenegraphs" not in table
+    ran = report.full_split_side_by_side(read_ledger(ledger), [("TopoRAG", "TopoRAG")], report.paper.TABLE2, "variant",
+                                         {"synthetic_scenes": None})
+    assert "| 0.350 | 0.360 | 60 | 42 |" in report.markdown_table(ran)  # n stays an integer when every row has one
 
 
 def test_results_readme_puts_paper_and_ours_side_by_side(tmp_path):

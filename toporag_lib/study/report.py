@@ -229,7 +229,7 @@ def full_split_side_by_side(records: list[dict[str, Any]], rows: list[tuple[str,
                 row[f"paper {column}"] = float(paper_row[column].iloc[0]) if len(paper_row) else ""
         row["hardware"] = "; ".join(sorted(hardware))
         out.append(row)
-    floor: dict[str, Any] = {key: "majority answer (floor)"}
+    floor: dict[str, Any] = {**dict.fromkeys(out[0] if out else [], ""), key: "majority answer (floor)"}  # no NaN
     for dataset, (name, _) in FULL_SPLIT_DATASETS.items():
         known = tables[dataset]["majority"].dropna() if not tables[dataset].empty else pd.Series(dtype=float)
         floor[name] = f"{known.iloc[0]:.3f}" if len(known) else "not run"
