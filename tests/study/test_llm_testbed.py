@@ -25,6 +25,18 @@ def test_table1_suite_covers_every_method_on_both_full_splits_untrained_first():
     assert trained == sorted(trained)  # every inference-only run comes before the first trained one
 
 
+def test_the_testbed_suite_ablates_toporag_frozen_and_with_lora_with_one_change_each():
+    runs = {job.name: job.config() for job in llm_testbed.jobs() if job.dataset == "synthetic_scenes"}
+    for base, lora in (("TopoRAG", False), ("TopoRAG + LoRA", True)):
+        full = runs[base]
+        no_cells, gcn = runs[f"{base} w/o CRL (no 2-cells)"], runs[f"{base} w/o MTR (GCN)"]
+        shortest = runs[f"{base} w/o TSR (shortest path)"]
+        assert full.model.lora is lora and all(c.model.lora is lora for c in (no_cells, gcn, shortest))
+        assert (no_cells.retrieval.k2, full.retrieval.k2 > 0) == (0, True)
+        assert (gcn.model.encoder, full.model.encoder) == ("gcn", "cellular")
+        assert (shortest.retrieval.method, full.retrieval.method) == ("shortest_path", "toporag")
+
+
 def test_a_run_held_by_a_live_process_is_skipped_and_a_dead_holder_is_taken_over(tmp_path):
     job = llm_testbed.table1_jobs()[0]
     first = llm_testbed.claim(job, tmp_path)

@@ -153,8 +153,8 @@ def full_split_table(records: list[dict[str, Any]], dataset: str) -> pd.DataFram
 
 
 # The testbed's paired comparisons beyond the frozen TopoRAG / G-Retriever pair (results README).
-TESTBED_PAIRS = [("TopoRAG", f"TopoRAG {name}") for name, change in ABLATIONS.items() if change] + [
-    ("TopoRAG + LoRA", "G-Retriever + LoRA")]
+TESTBED_PAIRS = [(base, f"{base} {name}") for base in ("TopoRAG", "TopoRAG + LoRA")
+                 for name, change in ABLATIONS.items() if change] + [("TopoRAG + LoRA", "G-Retriever + LoRA")]
 
 
 # ExplaGraphs' pairs split by whether the question's graph has a cycle: what 2-cells can add there, and the baseline.
