@@ -8,8 +8,10 @@ import sys
 
 import pytest
 
+from toporag_lib.paths import PROJECT_ROOT
 from toporag_lib.study import llm_testbed
 from toporag_lib.study.experiments import TABLE1_METHODS
+from toporag_lib.training.ledger import RECORD, run_id
 
 
 def test_every_job_keeps_one_at_a_time_embeddings_so_the_series_stays_one():
@@ -59,3 +61,26 @@ def test_a_shard_takes_every_nth_job_and_jobs_run_as_listed_or_are_refused():
         llm_testbed.selected(7, "0/1", "2,7")
     with pytest.raises(SystemExit, match="expected i/n"):
         llm_testbed.selected(7, "3/3")
+
+
+def test_a_job_is_done_when_the_ledger_holds_its_record_and_main_then_skips_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TOPORAG_RESULTS", str(tmp_path))
+    job = llm_testbed.jobs()[0]
+    assert not llm_testbed.is_done(job)
+    record = tmp_path / "runs" / run_id(job.config().to_dict()) / RECORD
+    record.parent.mkdir(parents=True)
+    record.write_text("{}")
+    assert llm_testbed.is_done(job) and not llm_testbed.is_done(llm_testbed.jobs()[1])
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a job in the ledger was run again")
+
+    monkeypatch.setattr(llm_testbed, "run_cached", no_training)
+    llm_testbed.main(["--jobs", "0"])
+    assert "is in the results ledger: skipped" in capsys.readouterr().out
+
+
+def test_the_committed_ledger_holds_the_first_fourteen_testbed_jobs_under_their_current_config_hash():
+    # A change to a config default that moved the hash would silently queue hours of finished runs again.
+    ledger = PROJECT_ROOT / "results" / "runs"
+    assert all(llm_testbed.is_done(job, ledger) for job in llm_testbed.jobs()[:14])

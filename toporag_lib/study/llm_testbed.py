@@ -11,7 +11,8 @@ split, each recorded in the results ledger when it finishes.
 Jobs run in order of importance: the frozen TopoRAG / G-Retriever pair on the testbed, the ExplaGraphs trio (an
 epoch there is about 20 minutes), the pair's other two seeds, the three ablations, the LoRA pair, then the three ablations with LoRA. A run is a
 `study.experiments.run_cached` run in `cache/llm_testbed/`: a job killed mid-epoch resumes from its last checkpoint
-when the command is run again, and a finished one is only re-recorded. Each process trains on one torch thread (two
+when the command is run again, and one whose record is in the results ledger (`results/runs/`, committed, so also in a
+fresh checkout) is skipped. Each process trains on one torch thread (two
 processes on two cores). An epoch over the 1,800 training questions with the bundled 135M LLM takes one to two hours
 per core; the full list is about a day on two cores.
 
@@ -33,7 +34,7 @@ from typing import Any
 
 import torch
 
-from toporag_lib.paths import PROJECT_ROOT
+from toporag_lib.paths import PROJECT_ROOT, results_dir
 from toporag_lib.study.experiments import (
     ABLATIONS,
     PRESETS,
@@ -43,7 +44,7 @@ from toporag_lib.study.experiments import (
     variant_config,
 )
 from toporag_lib.training.config import TrainConfig
-from toporag_lib.training.ledger import COMMAND_ENV
+from toporag_lib.training.ledger import COMMAND_ENV, RECORD, run_id
 
 DATASET = "synthetic_scenes"
 SEEDS = (42, 43, 44)
@@ -112,8 +113,9 @@ def claim(job: Job, runs_dir: Path = RUNS_DIR) -> Path | None:
     return lock
 
 
-def is_done(job: Job, runs_dir: Path = RUNS_DIR) -> bool:
-    return any((runs_dir / job.dataset).glob(f"*-{config_digest(job.config())}/metrics_test.json"))
+def is_done(job: Job, ledger: Path | None = None) -> bool:
+    """Whether the results ledger holds the job's record (the run cache, `RUNS_DIR`, is not kept between checkouts)."""
+    return ((ledger or results_dir() / "runs") / run_id(job.config().to_dict()) / RECORD).exists()
 
 
 def selected(count: int, shard: str, jobs: str | None = None) -> list[int]:
@@ -149,6 +151,9 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     for i in chosen:
         job = todo[i]
+        if is_done(job):
+            print(f"job {i}: {job.name} on {job.dataset} is in the results ledger: skipped", flush=True)
+            continue
         lock = claim(job)
         if lock is None:
             print(f"job {i}: {job.name} on {job.dataset} runs in another process: skipped", flush=True)
