@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
+from toporag_lib import atomic
 from toporag_lib.paths import PROJECT_ROOT
-from toporag_lib.study import llm_testbed
+from toporag_lib.study import llm_testbed, parked_runs
 from toporag_lib.study.experiments import TABLE1_METHODS
 from toporag_lib.training.ledger import RECORD, run_id
 
@@ -65,6 +67,7 @@ def test_a_shard_takes_every_nth_job_and_jobs_run_as_listed_or_are_refused():
 
 def test_a_job_is_done_when_the_ledger_holds_its_record_and_main_then_skips_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TOPORAG_RESULTS", str(tmp_path))
+    monkeypatch.setattr(parked_runs, "PARKED_DIR", tmp_path / "parked")
     job = llm_testbed.jobs()[0]
     assert not llm_testbed.is_done(job)
     record = tmp_path / "runs" / run_id(job.config().to_dict()) / RECORD
@@ -84,3 +87,20 @@ def test_the_committed_ledger_holds_the_first_fourteen_testbed_jobs_under_their_
     # A change to a config default that moved the hash would silently queue hours of finished runs again.
     ledger = PROJECT_ROOT / "results" / "runs"
     assert all(llm_testbed.is_done(job, ledger) for job in llm_testbed.jobs()[:14])
+
+
+def test_park_carries_an_unfinished_run_and_the_next_queue_puts_it_back_then_releases_it_when_recorded(
+        tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(parked_runs, "PARKED_DIR", tmp_path / "parked")
+    job = llm_testbed.jobs()[14]
+    run = llm_testbed.runs_dir() / job.dataset / f"run-{llm_testbed.config_digest(job.config())}"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text("{}")
+    atomic.torch_save({"state": {"epoch": 0, "step": 100}}, run / "checkpoint.pt")
+    llm_testbed.main(["--park"])
+    assert "at epoch 0, step 100" in capsys.readouterr().out
+    shutil.rmtree(llm_testbed.runs_dir())  # a fresh checkout: no run cache, the parked copy committed
+    monkeypatch.setattr(llm_testbed, "run_cached", lambda *args: None)  # the training itself is tested elsewhere
+    llm_testbed.main(["--jobs", "14"])
+    assert "from its parked checkpoint (epoch 0, step 100)" in capsys.readouterr().out
+    assert parked_runs.progress(run) == (0, 100) and not list((tmp_path / "parked").iterdir())  # done: released

@@ -7,12 +7,15 @@ split, each recorded in the results ledger when it finishes.
     python -m toporag_lib.study.llm_testbed --shard 1/2 &
     python -m toporag_lib.study.llm_testbed --jobs 13,11 &           # chosen jobs, in this order
     python -m toporag_lib.study.llm_testbed --suite table1 --shard 0/2 &   # every row of the paper's Table 1
+    python -m toporag_lib.study.llm_testbed --park                 # before a session ends: commit parked_runs/
 
 Jobs run in order of importance: the frozen TopoRAG / G-Retriever pair on the testbed, the ExplaGraphs trio (an
 epoch there is about 20 minutes), the pair's other two seeds, the three ablations, the LoRA pair, then the three ablations with LoRA. A run is a
 `study.experiments.run_cached` run in `cache/llm_testbed/`: a job killed mid-epoch resumes from its last checkpoint
 when the command is run again, and one whose record is in the results ledger (`results/runs/`, committed, so also in a
-fresh checkout) is skipped. Each process trains on one torch thread (two
+fresh checkout) is skipped. The run cache is not committed: `--park` copies the last checkpoint of every unfinished
+run into `parked_runs/` (`study.parked_runs`; commit it), and the next run of this command, in any checkout, resumes
+from there. Each process trains on one torch thread (two
 processes on two cores). An epoch over the 1,800 training questions with the bundled 135M LLM takes one to two hours
 per core; the full list is about a day on two cores.
 
@@ -34,7 +37,8 @@ from typing import Any
 
 import torch
 
-from toporag_lib.paths import PROJECT_ROOT, results_dir
+from toporag_lib.paths import PROJECT_ROOT, cache_dir, results_dir
+from toporag_lib.study import parked_runs
 from toporag_lib.study.experiments import (
     ABLATIONS,
     PRESETS,
@@ -48,7 +52,11 @@ from toporag_lib.training.ledger import COMMAND_ENV, RECORD, run_id
 
 DATASET = "synthetic_scenes"
 SEEDS = (42, 43, 44)
-RUNS_DIR = PROJECT_ROOT / "cache" / "llm_testbed"
+
+
+def runs_dir() -> Path:
+    """The run cache of these jobs (`TOPORAG_CACHE` moves it)."""
+    return cache_dir() / "llm_testbed"
 
 
 @dataclass(frozen=True)
@@ -91,10 +99,10 @@ def table1_jobs() -> list[Job]:
 SUITES = {"testbed": jobs, "table1": table1_jobs}
 
 
-def claim(job: Job, runs_dir: Path = RUNS_DIR) -> Path | None:
+def claim(job: Job, folder: Path | None = None) -> Path | None:
     """A lock file for the job's run, or None when another live process holds it (two suites may share a run: the
     second one skips it); a lock whose process is gone is taken over."""
-    lock = runs_dir / "locks" / f"{job.dataset}-{config_digest(job.config())}.lock"
+    lock = (folder or runs_dir()) / "locks" / f"{job.dataset}-{config_digest(job.config())}.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     try:
         descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -114,7 +122,7 @@ def claim(job: Job, runs_dir: Path = RUNS_DIR) -> Path | None:
 
 
 def is_done(job: Job, ledger: Path | None = None) -> bool:
-    """Whether the results ledger holds the job's record (the run cache, `RUNS_DIR`, is not kept between checkouts)."""
+    """Whether the results ledger holds the job's record (the run cache, `runs_dir()`, is not kept in a checkout)."""
     return ((ledger or results_dir() / "runs") / run_id(job.config().to_dict()) / RECORD).exists()
 
 
@@ -137,7 +145,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--suite", default="testbed", choices=sorted(SUITES))
     parser.add_argument("--jobs", help="comma-separated job indices (--list) to run in this order, instead of a shard")
     parser.add_argument("--list", action="store_true", help="list the jobs and whether each is done, then stop")
+    parser.add_argument("--park", action="store_true",
+                        help=f"copy the last checkpoint of every unfinished run into {parked_runs.PARKED_DIR.name}/ "
+                             "(commit it: a fresh checkout resumes from there), then stop")
     args = parser.parse_args(argv)
+    if args.park:
+        for folder, (epoch, step) in parked_runs.park(runs_dir()):
+            print(f"parked {folder} at epoch {epoch}, step {step}")
+        return
     todo = SUITES[args.suite]()
     chosen = selected(len(todo), args.shard, args.jobs)
     count = int(args.shard.split("/")[1])
@@ -149,6 +164,8 @@ def main(argv: list[str] | None = None) -> None:
     which = f"--jobs {args.jobs}" if args.jobs else f"--shard {args.shard}"
     os.environ.setdefault(COMMAND_ENV, f"python -m toporag_lib.study.llm_testbed --suite {args.suite} {which}")
     torch.set_num_threads(1)
+    for folder, (epoch, step) in parked_runs.unpark(runs_dir(), results_dir() / "runs"):
+        print(f"resuming {folder.name} from its parked checkpoint (epoch {epoch}, step {step})", flush=True)
     for i in chosen:
         job = todo[i]
         if is_done(job):
@@ -160,7 +177,9 @@ def main(argv: list[str] | None = None) -> None:
             continue
         print(f"job {i}: {job.name} on {job.dataset}, seed {job.seed}", flush=True)
         try:
-            run_cached(job.config(), job.name, RUNS_DIR)
+            run_cached(job.config(), job.name, runs_dir())
+            for parked in parked_runs.PARKED_DIR.glob(f"{job.dataset}/*-{config_digest(job.config())}"):
+                parked_runs.release(parked)
         finally:
             lock.unlink(missing_ok=True)
 

@@ -1,0 +1,93 @@
+"""Unfinished long runs carried from one checkout to the next.
+
+The run cache (`cache/`) is not committed, so a long run cut off by the end of a working session would start over in
+a fresh checkout. `park` copies each unfinished run's `config.json` and last checkpoint into `parked_runs/` (commit
+it); `unpark` puts them back into the run cache before the queue runs, unless the cache already holds a checkpoint
+as far on; `release` deletes a run's parked copy once its record is in the results ledger. A checkpoint holds the
+trainable weights, the optimizer, scheduler and random states (`training.trainer`), so the resumed run ends with the
+weights an uninterrupted one would have. A parked checkpoint is megabytes of git history: park a run that is well
+under way, not one a few steps in.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from toporag_lib import atomic
+from toporag_lib.paths import PROJECT_ROOT
+from toporag_lib.training.ledger import RECORD
+
+PARKED_DIR = PROJECT_ROOT / "parked_runs"
+CHECKPOINT = "checkpoint.pt"
+CARRIED = ("config.json", CHECKPOINT)  # what `Trainer.resume` reads back
+
+
+Progress = tuple[int, int]  # (epoch, step within it) of a checkpoint, as `Trainer.state` counts them
+NONE: Progress = (-1, -1)
+
+
+def progress(run: Path) -> Progress:
+    """How far a run folder's intact checkpoint is, or `NONE` when it has none (or a damaged one)."""
+    path = run / CHECKPOINT
+    if not atomic.is_intact(path):
+        return NONE
+    state = atomic.torch_load(path, weights_only=False)["state"]
+    return int(state["epoch"]), int(state["step"])
+
+
+def unfinished(runs_dir: Path) -> list[Path]:
+    """Run folders (`<runs_dir>/<dataset>/<name>-<config hash>`) with a checkpoint and no test metrics yet."""
+    runs = (path.parent for path in sorted(Path(runs_dir).glob(f"*/*/{CHECKPOINT}")))
+    return [run for run in runs if not (run / "metrics_test.json").exists()]
+
+
+def _copy(source: Path, target: Path) -> None:
+    for name in CARRIED:
+        atomic.write_bytes(target / name, (source / name).read_bytes())
+
+
+def park(runs_dir: Path, parked_dir: Path | None = None) -> list[tuple[Path, Progress]]:
+    """Copy every unfinished run with an intact checkpoint into `parked_dir` (default `PARKED_DIR`); (parked folder,
+    progress) of each."""
+    parked_dir, parked = parked_dir or PARKED_DIR, []
+    for run in unfinished(runs_dir):
+        reached = progress(run)
+        if reached == NONE or not (run / "config.json").exists():
+            continue
+        target = parked_dir / run.parent.name / run.name
+        if progress(target) < reached:
+            _copy(run, target)
+        parked.append((target, reached))
+    return parked
+
+
+def _recorded(run: Path, ledger: Path) -> bool:
+    """Whether the ledger holds the record of the run in folder `<dataset>/<name>-<config hash>`."""
+    return (ledger / f"{run.parent.name}-{run.name.rsplit('-', 1)[-1]}" / RECORD).exists()
+
+
+def unpark(runs_dir: Path, ledger: Path, parked_dir: Path | None = None) -> list[tuple[Path, Progress]]:
+    """Put each parked run whose record is not in `ledger` back into `runs_dir` where the cache has no checkpoint as
+    far on (a parked run already recorded is released); (run folder, progress) of each one put back."""
+    parked_dir, restored = parked_dir or PARKED_DIR, []
+    for parked in (path.parent for path in sorted(parked_dir.glob(f"*/*/{CHECKPOINT}"))):
+        if _recorded(parked, ledger):
+            release(parked)
+            continue
+        reached = progress(parked)
+        if reached == NONE:
+            raise atomic.DamagedFileError(f"{parked / CHECKPOINT} fails its checksum: delete {parked} to restart "
+                                          "that run from its beginning")
+        target = runs_dir / parked.parent.name / parked.name
+        if progress(target) < reached:
+            _copy(parked, target)
+            restored.append((target, reached))
+    return restored
+
+
+def release(parked: Path) -> None:
+    """Delete a parked run's folder (and its dataset folder once empty)."""
+    shutil.rmtree(parked, ignore_errors=True)
+    if parked.parent.exists() and not any(parked.parent.iterdir()):
+        parked.parent.rmdir()
