@@ -47,6 +47,8 @@ RETRIEVAL_VARIANTS: dict[str, dict[str, Any]] = {
     "TopoRAG, random-tree fundamental cycles": {"lift": {"basis": "fundamental", "tree": "random"}},
     "TopoRAG, digons kept": {"lift": {"parallel": "digon"}},
     "TopoRAG, relation edge texts": {"edge_text": "relation"},
+    "TopoRAG, k1 = 5, c2 = 0.5": {"retrieval": {"k1": 5, "c2": 0.5}},  # fewer edge prizes, cheaper 2-cells
+    "TopoRAG, k0 = 5, k1 = 5": {"retrieval": {"k0": 5, "k1": 5}},  # fewer edge prizes, more node prizes
     "TopoRAG, paper's Algorithm 3 (DFS, every 2-cell paying for its boundary)": {
         "lift": {"basis": "fundamental", "tree": "dfs", "parallel": "digon"}, "edge_text": "relation",
         "retrieval": {"k1": 5, **PAPER_ALGORITHM_3}},
