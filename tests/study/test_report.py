@@ -81,18 +81,25 @@ def test_table1_on_full_splits_has_a_row_per_method_with_n_seeds_and_the_paper(t
     assert list(table["method"])[-1] == "majority answer (floor)"
 
 
-def test_table2_on_full_splits_names_each_ablation_with_the_testbed_loop_and_the_paper(tmp_path):
+def test_table2_on_full_splits_ablates_frozen_and_with_lora_and_puts_the_paper_beside_lora(tmp_path):
     ledger = tmp_path / "runs"
     record(ledger, "TopoRAG", "synthetic_scenes", 42, 0.35, {"loop": 0.5}, {"contains": 0.36})
     record(ledger, "TopoRAG w/o CRL (no 2-cells)", "synthetic_scenes", 42, 0.33, {"loop": 0.49}, lr=1e-4)
+    record(ledger, "TopoRAG + LoRA w/o CRL (no 2-cells)", "synthetic_scenes", 42, 0.51, {"loop": 0.5}, lr=1e-5)
     table = report.table2_full_split(read_ledger(ledger))
     rows = table.set_index("variant")
-    assert list(table["variant"])[:4] == ["TopoRAG", "w/o CRL (no 2-cells)", "w/o TSR (shortest path)", "w/o MTR (GCN)"]
-    ablation = rows.loc["w/o CRL (no 2-cells)"]
+    assert list(table["variant"])[:8] == [
+        "TopoRAG", "TopoRAG w/o CRL (no 2-cells)", "TopoRAG w/o TSR (shortest path)", "TopoRAG w/o MTR (GCN)",
+        "TopoRAG + LoRA", "TopoRAG + LoRA w/o CRL (no 2-cells)", "TopoRAG + LoRA w/o TSR (shortest path)",
+        "TopoRAG + LoRA w/o MTR (GCN)"]
+    ablation = rows.loc["TopoRAG w/o CRL (no 2-cells)"]
     assert ablation["testbed"] == "0.330" and ablation["testbed loop"] == "0.490" and ablation["testbed contains"] == ""
+    assert rows.loc["TopoRAG + LoRA w/o CRL (no 2-cells)", "testbed"] == "0.510"
     assert rows.loc["TopoRAG", "testbed contains"] == "0.360"
-    assert rows.loc["w/o MTR (GCN)", "testbed"] == "not run" and rows.loc["TopoRAG", "ExplaGraphs"] == "not run"
-    assert rows.loc["w/o CRL (no 2-cells)", "paper explagraphs"] == 0.8576 and "paper scenegraphs" not in table
+    assert rows.loc["TopoRAG w/o MTR (GCN)", "testbed"] == "not run" and rows.loc["TopoRAG", "ExplaGraphs"] == "not run"
+    assert rows.loc["TopoRAG + LoRA w/o CRL (no 2-cells)", "paper explagraphs"] == 0.8576  # the paper ablates with LoRA
+    assert rows.loc["TopoRAG + LoRA", "paper explagraphs"] == 0.9151
+    assert rows.loc["TopoRAG w/o CRL (no 2-cells)", "paper explagraphs"] == "" and "paper scenegraphs" not in table
     ran = report.full_split_side_by_side(read_ledger(ledger), [("TopoRAG", "TopoRAG")], report.paper.TABLE2, "variant",
                                          {"synthetic_scenes": None})
     assert "| 0.350 | 0.360 | 60 | 42 |" in report.markdown_table(ran)  # n stays an integer when every row has one
