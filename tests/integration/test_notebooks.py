@@ -166,7 +166,7 @@ def test_07_results_writes_the_readme_even_from_partial_results(tmp_path, isolat
     # their rows as "not run"
     assert "under the `cpu-full` profile" in text and text.count("_not produced in this run_") == sections - 2
     table2 = text.split("## Table 2 · ablations on the full splits")[1].split("\n## ")[0]
-    assert table2.count("not run") == 10  # 4 variants x 2 datasets, and both floors
+    assert table2.count("not run") == 18  # 4 variants, frozen and with LoRA, x 2 datasets, and both floors
 
 
 def test_a_newly_recorded_run_changes_the_fingerprint_of_the_ledger_readers_only(tmp_path, isolated_cache):
