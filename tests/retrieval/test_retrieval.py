@@ -329,3 +329,21 @@ def test_top_k_on_random_scores_and_nan():
         assert np.array_equal(top_k(scores, k), np.argsort(-scores, kind="stable")[:k])
     with_nan = np.array([0.1, np.nan, 0.3, 0.2], dtype=np.float32)
     assert np.array_equal(top_k(with_nan, 2), np.argsort(-with_nan, kind="stable")[:2])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_equal_rows_get_equal_similarities_wherever_they_sit(threads):
+    """Equal texts must tie exactly (G-Retriever's edge prizes share a tied value); a matrix-vector product does
+    not give that (sgemv rounds rows by position: 39 equal rows of 384 floats come out with several values)."""
+    from toporag_lib.retrieval.prizes import unit_cosine
+
+    generator = torch.Generator().manual_seed(0)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        for rows, dim in ((39, 384), (19, 8), (257, 1024)):
+            unit = torch.nn.functional.normalize(torch.randn(dim, generator=generator), dim=0).expand(rows, dim)
+            sims = unit_cosine(torch.randn(dim, generator=generator), unit.contiguous())
+            assert len(set(sims.tolist())) == 1, (rows, dim)
+    finally:
+        torch.set_num_threads(before)
