@@ -105,6 +105,25 @@ def test_table2_on_full_splits_ablates_frozen_and_with_lora_and_puts_the_paper_b
     assert "| 0.350 | 0.360 | 60 | 42 |" in report.markdown_table(ran)  # n stays an integer when every row has one
 
 
+def test_table1_pairs_toporag_with_lora_against_each_lora_row_on_each_dataset():
+    def run(name: str, right: list[bool], limit: int | None = None) -> dict:
+        config = TrainConfig(dataset="synthetic_scenes", seed=42).to_dict()
+        config["limits"]["test"] = limit
+        families = ["loop", "loop", "path", "attribute"]
+        return {"name": name, "config": config,
+                "predictions": [{"index": i, "label": "yes", "pred": "yes" if r else "no", "family": families[i]}
+                                for i, r in enumerate(right)]}
+
+    records = [run("TopoRAG + LoRA", [True, True, False, True]), run("LoRA (text only)", [False, True, False, True]),
+               run("GNN-RAG", [True, True, True, True], limit=4)]  # a subset run: not a full-split row
+    table = report.table1_paired(records)
+    assert set(table.dataset) == {"synthetic_scenes"} and set(zip(table.a, table.b)) == {
+        ("TopoRAG + LoRA", "LoRA (text only)")}
+    rows = table.set_index("family")
+    assert rows.loc["all", "diff"] == 0.25 and rows.loc["loop", "diff"] == 0.5 and rows.loc["path", "diff"] == 0
+    assert report.table1_paired(records[:1]) is None  # nothing to pair
+
+
 def test_results_readme_puts_paper_and_ours_side_by_side(tmp_path):
     record(tmp_path / "runs", "TopoRAG", "explagraphs", 42, 0.61)
     record(tmp_path / "runs", "TopoRAG", "synthetic_scenes", 42, 0.25, {"loop": 0.4})
@@ -120,7 +139,7 @@ def test_results_readme_puts_paper_and_ours_side_by_side(tmp_path):
     row = next(line for line in text.splitlines() if line.startswith("| TopoRAG | synthetic_scenes |"))
     assert "0.250" in row and "0.400" in row
     assert "| w/o CRL (no 2-cells) | 0.200 |" in text and "0.858" in text  # notebook 05's table; paper's: 0.8576
-    assert text.count("_not produced in this run_") == 10  # Tables 5, 6, 7, ExplaGraphs by cycles, six testbed tables
+    assert text.count("_not produced in this run_") == 11  # Table 1 paired; Tables 5-7; by cycles; six testbed
     llm = text.split("## Testbed · LLM runs on the full split")[1]  # from the ledger: the synthetic run is full-split
     assert "| TopoRAG | 60 | 42 | 0.250 |" in llm and "explagraphs" not in llm.split("## Figures")[0]
     assert json.loads((tmp_path / "04_setup.json").read_text())["hardware"]
