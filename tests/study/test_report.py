@@ -1,4 +1,5 @@
-"""results/README.md: the paper's numbers beside ours, each of ours labelled with its setup."""
+"""results/README.md and the ledger's tables (`ledger_tables`): the paper's numbers beside ours, each of ours
+labelled with its setup."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 import pandas as pd
 import pytest
 
-from toporag_lib.study import report
+from toporag_lib.study import ledger_tables, report
 from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import read_ledger, record_run
 
@@ -39,7 +40,7 @@ def test_ledger_table_takes_means_over_seeds_of_one_setting(tmp_path):
     for seed, score in ((42, 0.5), (43, 0.7)):
         record(ledger, "TopoRAG", "explagraphs", seed, score)
     record(ledger, "zero-shot", "explagraphs", 42, 0.3)
-    table = report.ledger_table(read_ledger(ledger)).set_index("method")
+    table = ledger_tables.ledger_table(read_ledger(ledger)).set_index("method")
     assert table.loc["TopoRAG", "score"] == pytest.approx(0.6) and table.loc["TopoRAG", "seeds"] == "42, 43"
     assert table.loc["TopoRAG", "score_std"] == pytest.approx(0.1414, 1e-3) and table.loc["TopoRAG", "n"] == 60
     assert table.loc["zero-shot", "seeds"] == "42" and pd.isna(table.loc["zero-shot", "score_std"])
@@ -61,7 +62,7 @@ def test_a_seed_recorded_before_a_later_key_existed_joins_the_same_setting(tmp_p
         (run / "metrics_test.json").write_text(json.dumps({"n": 60, "score": seed / 100}))
         (run / "predictions_test.jsonl").write_text("")
         record_run(run, ledger, "TopoRAG", command="python -m toporag_lib.training")
-    table = report.ledger_table(read_ledger(ledger))
+    table = ledger_tables.ledger_table(read_ledger(ledger))
     assert sorted(table.seeds) == ["42, 43", "44"]  # "single" is what the code did before; "length" is another setting
 
 
@@ -70,7 +71,7 @@ def test_table1_on_full_splits_has_a_row_per_method_with_n_seeds_and_the_paper(t
     for seed, score in ((42, 0.5), (43, 0.7)):
         record(ledger, "TopoRAG", "explagraphs", seed, score)
     record(ledger, "zero-shot", "synthetic_scenes", 42, 0.3, secondary={"contains": 0.45})
-    table = report.table1_full_split(read_ledger(ledger), ["zero-shot", "TopoRAG", "G-Retriever (own code)"])
+    table = ledger_tables.table1_full_split(read_ledger(ledger), ["zero-shot", "TopoRAG", "G-Retriever (own code)"])
     rows = table.set_index("method")
     assert rows.loc["TopoRAG", "ExplaGraphs"] == "0.600 ± 0.141" and rows.loc["TopoRAG", "ExplaGraphs seeds"] == "42, 43"
     assert rows.loc["TopoRAG", "ExplaGraphs n"] == 60 and rows.loc["TopoRAG", "paper explagraphs"] == 0.8899
@@ -86,7 +87,7 @@ def test_table2_on_full_splits_ablates_frozen_and_with_lora_and_puts_the_paper_b
     record(ledger, "TopoRAG", "synthetic_scenes", 42, 0.35, {"loop": 0.5}, {"contains": 0.36})
     record(ledger, "TopoRAG w/o CRL (no 2-cells)", "synthetic_scenes", 42, 0.33, {"loop": 0.49}, lr=1e-4)
     record(ledger, "TopoRAG + LoRA w/o CRL (no 2-cells)", "synthetic_scenes", 42, 0.51, {"loop": 0.5}, lr=1e-5)
-    table = report.table2_full_split(read_ledger(ledger))
+    table = ledger_tables.table2_full_split(read_ledger(ledger))
     rows = table.set_index("variant")
     assert list(table["variant"])[:8] == [
         "TopoRAG", "TopoRAG w/o CRL (no 2-cells)", "TopoRAG w/o TSR (shortest path)", "TopoRAG w/o MTR (GCN)",
@@ -100,7 +101,7 @@ def test_table2_on_full_splits_ablates_frozen_and_with_lora_and_puts_the_paper_b
     assert rows.loc["TopoRAG + LoRA w/o CRL (no 2-cells)", "paper explagraphs"] == 0.8576  # the paper ablates with LoRA
     assert rows.loc["TopoRAG + LoRA", "paper explagraphs"] == 0.9151
     assert rows.loc["TopoRAG w/o CRL (no 2-cells)", "paper explagraphs"] == "" and "paper scenegraphs" not in table
-    ran = report.full_split_side_by_side(read_ledger(ledger), [("TopoRAG", "TopoRAG")], report.paper.TABLE2, "variant",
+    ran = ledger_tables.full_split_side_by_side(read_ledger(ledger), [("TopoRAG", "TopoRAG")], ledger_tables.paper.TABLE2, "variant",
                                          {"synthetic_scenes": None})
     assert "| 0.350 | 0.360 | 60 | 42 |" in report.markdown_table(ran)  # n stays an integer when every row has one
 
@@ -116,12 +117,12 @@ def test_table1_pairs_toporag_with_lora_against_each_lora_row_on_each_dataset():
 
     records = [run("TopoRAG + LoRA", [True, True, False, True]), run("LoRA (text only)", [False, True, False, True]),
                run("GNN-RAG", [True, True, True, True], limit=4)]  # a subset run: not a full-split row
-    table = report.table1_paired(records)
+    table = ledger_tables.table1_paired(records)
     assert set(table.dataset) == {"synthetic_scenes"} and set(zip(table.a, table.b)) == {
         ("TopoRAG + LoRA", "LoRA (text only)")}
     rows = table.set_index("family")
     assert rows.loc["all", "diff"] == 0.25 and rows.loc["loop", "diff"] == 0.5 and rows.loc["path", "diff"] == 0
-    assert report.table1_paired(records[:1]) is None  # nothing to pair
+    assert ledger_tables.table1_paired(records[:1]) is None  # nothing to pair
 
 
 def test_results_readme_puts_paper_and_ours_side_by_side(tmp_path):

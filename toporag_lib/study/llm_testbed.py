@@ -19,12 +19,12 @@ from there. Each process trains on one torch thread (two
 processes on two cores). An epoch over the 1,800 training questions with the bundled 135M LLM takes one to two hours
 per core; the full list is about a day on two cores.
 
-`report.full_split_table` and `study.paired_runs` read the finished runs back from the ledger (notebook 05,
+`ledger_tables.full_split_table` and `study.paired_runs` read the finished runs back from the ledger (notebook 05,
 `results/README.md`).
 
 `--suite table1` runs every method of `experiments.TABLE1_METHODS` (the paper's Table 1 rows we run) on the full
 ExplaGraphs split and the full testbed split, seed 42, the inference-only ones first (tens of minutes each), and
-`report.table1_full_split` sets them beside the paper's numbers; runs it shares with the testbed suite are done once.
+`ledger_tables.table1_full_split` sets them beside the paper's numbers; runs it shares with the testbed suite are done once.
 """
 
 from __future__ import annotations

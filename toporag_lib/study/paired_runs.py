@@ -1,7 +1,7 @@
 """Two methods' runs on the same test questions, compared question by question: per seed (McNemar's exact test)
 and pooled over the seeds both ran (each question's correctness averaged over them, a paired t-interval).
 
-The records are ledger records of one dataset and one setting (`report.full_split_records`), each with its test
+The records are ledger records of one dataset and one setting (`ledger_tables.full_split_records`), each with its test
 predictions; a method's runs are told apart by seed. Notebook 05 and `results/README.md` read the testbed's
 TopoRAG / G-Retriever pair through it.
 """

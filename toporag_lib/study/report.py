@@ -1,7 +1,8 @@
 """`results/README.md` and the README's headline table, generated: the paper's Tables 1, 2, 5, 6 and 7 beside ours.
 
-Table 1 is read from the results ledger (`results/runs/`, `training.ledger`): one row per method and config, its
-score the mean over the seeds run, with their standard deviation, the number of test questions and the hardware.
+Tables 1 and 2 and the paired comparisons are read from the results ledger (`results/runs/`), as `ledger_tables`
+builds them: one row per method and config, its score the mean over the seeds run, with their standard deviation,
+the number of test questions, the majority-answer floor and the hardware.
 The other tables are the CSVs the notebooks write, each labelled with the setup the notebook recorded
 (`write_setup`). The last notebook calls `write_results_readme`; `python -m toporag_lib.study.report` rewrites the
 README's headline table between its markers.
@@ -10,7 +11,6 @@ README's headline table between its markers.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -19,13 +19,13 @@ import pandas as pd
 
 from toporag_lib import atomic
 from toporag_lib.config import merge
-from toporag_lib.data import load_dataset
-from toporag_lib.data.registry import metric_for
 from toporag_lib.study import paired_runs, paper
-from toporag_lib.study.experiments import ABLATIONS, TABLE1_METHODS
-from toporag_lib.study.testbed import with_cycle_families
+from toporag_lib.study.experiments import TABLE1_METHODS
+from toporag_lib.study.ledger_tables import (TESTBED_PAIRS, explagraphs_by_cycles, full_split_records,
+                                             full_split_table, ledger_table, table1_full_split, table1_paired,
+                                             table2_full_split)
 from toporag_lib.training.config import TrainConfig
-from toporag_lib.training.ledger import config_digest, hardware, read_ledger
+from toporag_lib.training.ledger import hardware, read_ledger
 
 
 def write_setup(path: str | Path, training: dict[str, Any] | None = None, **parameters: Any) -> dict[str, Any]:
@@ -95,101 +95,6 @@ def _label(setup: dict[str, Any], data: str) -> str:
     return "_Ours: " + "; ".join(parts) + "._"
 
 
-def majority_score(dataset: str, predictions: list[dict[str, Any]]) -> float:
-    """What answering every test question with its most common label scores under the dataset's metric (the
-    trivial baseline a run must beat on the same questions); nan without predictions."""
-    labels = [p["label"] for p in predictions]
-    if not labels:
-        return float("nan")
-    majority = Counter(labels).most_common(1)[0][0]
-    return metric_for(dataset)([majority] * len(labels), labels)
-
-
-def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
-    """One row per (dataset, method name, config apart from the seed): mean and standard deviation of the score and
-    of each family's accuracy over the seeds, the majority-answer baseline on the same questions, n (test
-    questions), seeds, the setting's config digest (`ledger.config_digest` without the seed), and the first run's
-    hardware, command and commit."""
-    rows = []
-    for r in records:
-        config = {k: v for k, v in r["config"].items() if k != "seed"}
-        metrics = r["metrics"]
-        rows.append({"dataset": r["config"]["dataset"], "method": r["name"],
-                     "seed": r["config"]["seed"], "n": metrics["n"], "score": metrics["score"],
-                     "majority": majority_score(r["config"]["dataset"], r.get("predictions", [])),
-                     **{f"acc_{k}": v for k, v in metrics.get("per_family", {}).items()},
-                     **{f"secondary_{k}": v for k, v in metrics.get("secondary", {}).items()},
-                     "config": config_digest(config),
-                     "hardware": r["hardware"], "command": r["command"], "run_id": r["run_id"],
-                     "commit": (r.get("commit") or "")[:7], "finished": r.get("finished", "")})
-    if not rows:
-        return pd.DataFrame(columns=["dataset", "method", "n", "seeds", "score", "score_std"])
-    frame = pd.DataFrame(rows).sort_values("finished", kind="stable")  # "first" is the earliest run
-    scores = [c for c in frame if c in ("score", "majority") or c.startswith(("acc_", "secondary_"))]
-    grouped = frame.groupby(["dataset", "method", "config"], sort=False)  # keys added later, at their old value, agree
-    table = grouped[scores].mean()
-    table["score_std"] = grouped["score"].std()
-    table["seeds"] = grouped["seed"].apply(lambda s: ", ".join(str(x) for x in sorted(s)))
-    for column in ("n", "hardware", "command", "commit"):
-        table[column] = grouped[column].first()
-    table = table.reset_index()
-    front = ["dataset", "method", "n", "seeds", "score", "score_std", "majority"]
-    return table[front + [c for c in table if c not in front]]
-
-
-def full_split_records(records: list[dict[str, Any]], dataset: str) -> list[dict[str, Any]]:
-    """The ledger records of runs on the dataset with its default options (for the testbed: 1,000 images), every
-    split whole."""
-    default = TrainConfig(dataset=dataset)
-    return [r for r in records if r["config"]["dataset"] == dataset
-            and r["config"]["dataset_options"] == default.dataset_options
-            and all(v is None for v in r["config"]["limits"].values())]
-
-
-def full_split_table(records: list[dict[str, Any]], dataset: str) -> pd.DataFrame:
-    """`ledger_table` of the full-split runs: per method, mean and std over seeds of the score and of each family's
-    accuracy, the majority-answer baseline, n and seeds."""
-    return ledger_table(full_split_records(records, dataset))
-
-
-# The testbed's paired comparisons beyond the frozen TopoRAG / G-Retriever pair (results README): the ablations.
-TESTBED_PAIRS = [(base, f"{base} {name}") for base in ("TopoRAG", "TopoRAG + LoRA")
-                 for name, change in ABLATIONS.items() if change]
-
-# Table 1's pairs on both datasets: TopoRAG + LoRA against the other LoRA-tuned rows, and the frozen TopoRAG against
-# G-Retriever at its released settings.
-TABLE1_PAIRS = [("TopoRAG + LoRA", "LoRA (text only)"), ("TopoRAG + LoRA", "G-Retriever + LoRA"),
-                ("TopoRAG + LoRA", "GNN-RAG"), ("TopoRAG", "G-Retriever (own code)")]
-
-
-# ExplaGraphs' pairs split by whether the question's graph has a cycle: what 2-cells can add there, and the baseline.
-EXPLAGRAPHS_PAIRS = [("TopoRAG", "TopoRAG w/o CRL (no 2-cells)"), ("TopoRAG", "G-Retriever")]
-
-
-def explagraphs_by_cycles(records: list[dict[str, Any]]) -> pd.DataFrame | None:
-    """`EXPLAGRAPHS_PAIRS` over the ledger's full-split ExplaGraphs runs, paired on the test questions whose graph
-    has a cycle, on the acyclic ones and on all (`testbed.with_cycle_families`); None without such runs."""
-    runs = [r for r in full_split_records(records, "explagraphs") if r.get("predictions")]
-    if not runs:
-        return None
-    return _nonempty(paired_runs.pairs(with_cycle_families(runs, load_dataset("explagraphs")), EXPLAGRAPHS_PAIRS))
-
-
-def table1_paired(records: list[dict[str, Any]]) -> pd.DataFrame | None:
-    """`TABLE1_PAIRS` over each dataset's full-split runs (`paired_runs.pairs`), one table with a `dataset` column;
-    ExplaGraphs' questions are grouped by whether their graph has a cycle, the testbed's by family. None without
-    such runs."""
-    tables = []
-    for dataset in FULL_SPLIT_DATASETS:
-        runs = [r for r in full_split_records(records, dataset) if r.get("predictions")]
-        if runs and dataset == "explagraphs":
-            runs = with_cycle_families(runs, load_dataset(dataset))
-        table = paired_runs.pairs(runs, TABLE1_PAIRS)
-        if not table.empty:
-            tables.append(table.assign(dataset=dataset)[["dataset", *table.columns]])
-    return pd.concat(tables, ignore_index=True) if tables else None
-
-
 def table1(results: Path) -> str | None:
     ours = ledger_table(read_ledger(results / "runs"))
     if ours.empty:
@@ -202,80 +107,6 @@ def table1(results: Path) -> str | None:
     paper_scores = paper.TABLE1.melt(id_vars=["setting", "method"], var_name="dataset", value_name="paper")
     table = wide.merge(paper_scores[["method", "dataset", "paper"]], on=["method", "dataset"], how="left")
     return markdown_table(table)
-
-
-# Per dataset: its column label, and extra columns shown beside its score (label suffix: `ledger_table` column). The
-# testbed's metric is exact match, under which an untrained LLM's sentence scores 0; G-Retriever's `label in
-# prediction` ("contains") shows what those rows do answer.
-FULL_SPLIT_DATASETS = {"explagraphs": ("ExplaGraphs", {}),
-                       "synthetic_scenes": ("testbed", {"contains": "secondary_contains"})}
-
-
-def _mean_std(row: pd.Series) -> str:
-    std = row["score_std"]
-    return f"{row['score']:.3f}" + ("" if pd.isna(std) else f" ± {std:.3f}")
-
-
-def full_split_side_by_side(records: list[dict[str, Any]], rows: list[tuple[str, str]], theirs: pd.DataFrame,
-                            key: str, paper_columns: dict[str, str | None],
-                            extras: dict[str, dict[str, str]] | None = None) -> pd.DataFrame:
-    """Per (row label, ledger method name) in `rows`' order, for each of `FULL_SPLIT_DATASETS`: our mean ± std over
-    seeds on the full split with n, the seeds and the dataset's extra columns (`extras` replaces them), beside the
-    paper's number (`theirs[paper_columns[dataset]]` at `theirs[key] == label`; no column where it is None); "not
-    run" where the ledger has no full-split run of that method. Where a method has several settings on a split, the
-    one with the most seeds (then the newest commit's) is shown. A last row holds each dataset's majority answer."""
-    out = []
-    tables = {d: full_split_table(records, d) for d in FULL_SPLIT_DATASETS}
-    for label, method in rows:
-        row: dict[str, Any] = {key: label}
-        hardware = set()
-        for dataset, (name, default_extras) in FULL_SPLIT_DATASETS.items():
-            shown = default_extras if extras is None else extras.get(dataset, {})
-            ours = tables[dataset][tables[dataset]["method"] == method] if not tables[dataset].empty else None
-            if ours is None or ours.empty:
-                row.update({name: "not run", **{f"{name} {e}": "" for e in shown}})
-                row.update({f"{name} n": "", f"{name} seeds": ""})
-            else:
-                best = ours.assign(count=ours["seeds"].str.count(",")).sort_values("count", kind="stable").iloc[-1]
-                row[name] = _mean_std(best)
-                for suffix, column in shown.items():
-                    value = best.get(column)
-                    row[f"{name} {suffix}"] = "" if value is None or pd.isna(value) else f"{value:.3f}"
-                row.update({f"{name} n": int(best["n"]), f"{name} seeds": best["seeds"]})
-                hardware.add(best["hardware"])
-            if paper_columns.get(dataset):
-                paper_row = theirs[theirs[key] == label]
-                column = paper_columns[dataset]
-                row[f"paper {column}"] = float(paper_row[column].iloc[0]) if len(paper_row) else ""
-        row["hardware"] = "; ".join(sorted(hardware))
-        out.append(row)
-    floor: dict[str, Any] = {**dict.fromkeys(out[0] if out else [], ""), key: "majority answer (floor)"}  # no NaN
-    for dataset, (name, _) in FULL_SPLIT_DATASETS.items():
-        known = tables[dataset]["majority"].dropna() if not tables[dataset].empty else pd.Series(dtype=float)
-        floor[name] = f"{known.iloc[0]:.3f}" if len(known) else "not run"
-    out.append(floor)
-    return pd.DataFrame(out).astype(object).fillna("")
-
-
-def table1_full_split(records: list[dict[str, Any]], methods: list[str]) -> pd.DataFrame:
-    """The paper's Table 1 on full splits: ExplaGraphs (554 test questions) and the testbed (standing in for
-    SceneGraphs), a row per method in `methods`' order (`full_split_side_by_side`)."""
-    return full_split_side_by_side(records, [(m, m) for m in methods], paper.TABLE1, "method",
-                                   {"explagraphs": "explagraphs", "synthetic_scenes": "scenegraphs"})
-
-
-def table2_full_split(records: list[dict[str, Any]]) -> pd.DataFrame:
-    """The paper's Table 2 on full splits: TopoRAG and each of its ablations (`experiments.ABLATIONS`), frozen and
-    with LoRA (ledger names "TopoRAG <variant>", "TopoRAG + LoRA <variant>"), with the testbed's loop-family accuracy.
-    The paper ablates with LoRA, so its numbers stand beside the LoRA rows only; it has no SceneGraphs column here."""
-    rows, theirs = [], paper.TABLE2.copy()
-    for base in ("TopoRAG", "TopoRAG + LoRA"):
-        rows += [(name, name) for name in (base if not change else f"{base} {variant}"
-                                           for variant, change in ABLATIONS.items())]
-    theirs["variant"] = ["TopoRAG + LoRA" if v == "TopoRAG" else f"TopoRAG + LoRA {v}" for v in theirs["variant"]]
-    return full_split_side_by_side(records, rows, theirs, "variant",
-                                   {"explagraphs": "explagraphs", "synthetic_scenes": None},
-                                   {"synthetic_scenes": {"loop": "acc_loop", "contains": "secondary_contains"}})
 
 
 def _side_by_side(ours: pd.DataFrame | None, theirs: pd.DataFrame, keep: list[str]) -> str | None:
