@@ -107,3 +107,17 @@ def test_accuracy_by_cycles_splits_on_the_questions_graph():
     assert paired.loc["graph with a cycle", "diff"] == 1.0 and paired.loc["graph with a cycle", "n"] == 1
     assert paired.loc["acyclic graph", "diff"] == -0.5 and paired.loc["all", "n"] == 3
     assert ledger[0]["predictions"][0].get("family") is None  # the records themselves are left as they were
+
+
+@pytest.mark.realmodel
+def test_every_answer_fits_the_testbeds_generation_budget():
+    """`TESTBED_ANSWER_TOKENS` stops generation past the answer: every vocabulary answer, capitalised, with an article
+    and a full stop, must still fit under the bundled LLM's tokenizer."""
+    from transformers import AutoTokenizer
+
+    from toporag_lib.data.registry import TESTBED_ANSWER_TOKENS
+    from toporag_lib.generation.bundled import bundled_model_dir
+
+    tokenizer = AutoTokenizer.from_pretrained(bundled_model_dir())
+    for answer in {a for family in ANSWERS.values() for a in family}:
+        assert len(tokenizer(f"The {answer.capitalize()}.", add_special_tokens=False).input_ids) <= TESTBED_ANSWER_TOKENS

@@ -40,6 +40,7 @@ class DatasetSpec:
     lift: dict[str, Any] = field(default_factory=dict)  # overrides of `topology.LiftConfig`'s defaults
     edge_text: str = "relation"  # what an edge's feature embeds (`embed.embed_graphs`)
     task_prompt: str = "Please answer the given question."  # G-Retriever's `dataset.prompt` (prompt tuning's init)
+    max_new_tokens: int = 32  # the answer's generation budget: the paper's 32, or what a closed vocabulary needs
 
     def load_function(self) -> Callable[..., QADataset]:
         """The loader itself (its module is imported on first use)."""
@@ -57,6 +58,9 @@ _SCENES = {"metric": metrics.scenegraphs_accuracy, "correct": metrics.scenegraph
 # k1 = 8; with these the whole answer-bearing loop is retrieved for most loop questions (see the notebook).
 TESTBED_RETRIEVAL = {"k1": 8, "cells": "all"}
 TESTBED_LIFT = {"basis": "minimum", "parallel": "ignore"}
+# Every answer in the testbed's vocabulary (`scene_testbed.ANSWERS`) is at most 2 SmolLM2 tokens; under exact match
+# a longer answer cannot be right, so generation stops at 8 (room for an article, case and punctuation).
+TESTBED_ANSWER_TOKENS = 8
 
 EXPLAGRAPHS_TASK = ("Question: Do argument 1 and argument 2 support or counter each other? Answer in one word in the "
                     "form of 'support' or 'counter'.\n\nAnswer:")
@@ -73,7 +77,8 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
                 secondary={"hit@1": metrics.webqsp_hit_at_1}),
     DatasetSpec("synthetic_scenes", "toporag_lib.data.synthetic_scenes:load_synthetic_scenes",
                 metrics.exact_match_accuracy, metrics.exact_match_correct, TESTBED_RETRIEVAL,
-                secondary={"contains": metrics.scenegraphs_accuracy}, lift=TESTBED_LIFT, edge_text="triple"),
+                secondary={"contains": metrics.scenegraphs_accuracy}, lift=TESTBED_LIFT, edge_text="triple",
+                max_new_tokens=TESTBED_ANSWER_TOKENS),
 )}
 
 

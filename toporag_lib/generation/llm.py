@@ -32,6 +32,7 @@ from torch import Tensor
 
 from toporag_lib import atomic
 from toporag_lib.generation.bundled import bundled_model_dir
+from toporag_lib.hardware import resolve_llm_dtype
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -69,11 +70,14 @@ def check_model_dir(path: Path) -> None:
                          f"(a name ending in {' or '.join(CAUSAL_LM_SUFFIXES)}): {expected}")
 
 
-def load_llm(path: str | Path | None = None, dtype: torch.dtype = torch.bfloat16, device: str = "cpu",
+def load_llm(path: str | Path | None = None, dtype: torch.dtype | str = "auto", device: str = "cpu",
              system_prompt: str | None = None) -> LLM:
-    """Load a local causal LM (None: the bundled SmolLM2) with every base weight frozen."""
+    """Load a local causal LM (None: the bundled SmolLM2) with every base weight frozen, in `dtype` (a torch dtype
+    or its name; "auto": bf16 where `device` computes it natively, else fp32 on CPUs, `hardware.resolve_llm_dtype`)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if isinstance(dtype, str):
+        dtype = getattr(torch, resolve_llm_dtype(dtype, device))
     folder = bundled_model_dir() if path is None else Path(path)
     check_model_dir(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)

@@ -52,6 +52,7 @@ from toporag_lib.training.ledger import COMMAND_ENV, RECORD, run_id
 
 DATASET = "synthetic_scenes"
 SEEDS = (42, 43, 44)
+SERIES_SETTINGS = {"embedding_batching": "single", "llm_dtype": "bfloat16", "max_new_tokens": 32}
 
 
 def runs_dir() -> Path:
@@ -68,9 +69,9 @@ class Job:
     dataset: str = DATASET
 
     def config(self) -> TrainConfig:
-        # These runs began before batched embeddings existed: all of them keep one-at-a-time vectors, one series.
-        return variant_config(self.method, self.dataset, {**self.change, "embedding_batching": "single"},
-                              seed=self.seed)
+        # One series, in the settings it began with: one-at-a-time embeddings (before batched ones existed), the
+        # LLM in bf16 and a 32-token answer budget (before `llm_dtype="auto"` and the testbed's own budget).
+        return variant_config(self.method, self.dataset, {**SERIES_SETTINGS, **self.change}, seed=self.seed)
 
 
 def jobs() -> list[Job]:

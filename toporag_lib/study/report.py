@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from toporag_lib import atomic
+from toporag_lib import atomic, hardware
 from toporag_lib.config import merge
 from toporag_lib.study import paired_runs, paper
 from toporag_lib.study.experiments import TABLE1_METHODS
@@ -25,7 +25,7 @@ from toporag_lib.study.ledger_tables import (TESTBED_PAIRS, explagraphs_by_cycle
                                              full_split_table, ledger_table, table1_full_split, table1_paired,
                                              table2_full_split)
 from toporag_lib.training.config import TrainConfig
-from toporag_lib.training.ledger import hardware, read_ledger
+from toporag_lib.training.ledger import read_ledger
 
 
 def write_setup(path: str | Path, training: dict[str, Any] | None = None, **parameters: Any) -> dict[str, Any]:
@@ -40,7 +40,7 @@ def write_setup(path: str | Path, training: dict[str, Any] | None = None, **para
         resolved = TrainConfig.from_dict(merge({"dataset": "synthetic_scenes"}, training)).to_dict()
         parameters = {**{k: v for k, v in resolved.items() if k not in ("dataset", "retrieval")}, **parameters}
     record = {**parameters, "llm": Path(parameters["llm_path"]).name if parameters.get("llm_path")
-              else "SmolLM2-135M-Instruct (bundled)", "hardware": hardware(), "torch": torch.__version__,
+              else "SmolLM2-135M-Instruct (bundled)", "hardware": hardware.describe(str(parameters.get("device", "cpu"))), "torch": torch.__version__,
               "transformers": transformers.__version__,
               "written": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     atomic.write_text(Path(path), json.dumps(record, indent=1, default=str))

@@ -12,8 +12,9 @@ from typing import Any
 from toporag_lib.config import ConfigError, from_dict
 from toporag_lib.data.registry import dataset_spec
 from toporag_lib.embed import EDGE_TEXTS, check_batching
-from toporag_lib.generation.factory import DTYPES, ENGINES
+from toporag_lib.generation.factory import DTYPE_CHOICES, ENGINES
 from toporag_lib.generation.soft_prompt import ModelConfig
+from toporag_lib.hardware import resolve_llm_dtype
 from toporag_lib.retrieval.config import RetrievalConfig, dataset_retrieval
 from toporag_lib.topology.lifting import LiftConfig
 
@@ -60,7 +61,7 @@ class TrainConfig:
     embedding_batching: str | int = "length"  # `embed.TextEncoder`'s batching: "length", "single" or a batch size
     model: ModelConfig = field(default_factory=ModelConfig)
     llm_path: str | None = None  # None: bundled SmolLM2-135M-Instruct
-    llm_dtype: str = "bfloat16"
+    llm_dtype: str = "auto"  # "auto" (saved resolved): bf16 where the device computes it natively, else fp32 on CPUs
     device: str = "cpu"
     epochs: int = 1
     batch_size: int = 4
@@ -75,7 +76,7 @@ class TrainConfig:
     patience: int = 2
     select_by: str = "val_loss"  # or "val_score": the dataset's metric on validation (one generation pass per epoch)
     max_txt_len: int = 512
-    max_new_tokens: int = 32
+    max_new_tokens: int | None = None  # None: the dataset's (`DatasetSpec.max_new_tokens`; the paper's 32 but testbed)
     checkpoint_every: int = 50
     seed: int = 42
     train: bool = True  # False: inference only (zero-shot baselines)
@@ -90,15 +91,18 @@ class TrainConfig:
             self.lift = from_dict(LiftConfig, {**spec.lift, **(self.lift or {})}, "TrainConfig.lift")
         if self.edge_text is None:
             self.edge_text = spec.edge_text
+        if self.max_new_tokens is None:
+            self.max_new_tokens = spec.max_new_tokens
         if self.retrieval is None or isinstance(self.retrieval, dict):
             changes = self.retrieval or {}
             self.retrieval = from_dict(RetrievalConfig, {**dataset_retrieval(self.dataset).to_dict(), **changes},
                                        "TrainConfig.retrieval")
-        choices = {"engine": ENGINES, "schedule": SCHEDULES, "select_by": SELECTIONS, "llm_dtype": tuple(DTYPES),
+        choices = {"engine": ENGINES, "schedule": SCHEDULES, "select_by": SELECTIONS, "llm_dtype": DTYPE_CHOICES,
                    "edge_text": EDGE_TEXTS}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"TrainConfig.{name}={getattr(self, name)!r}: expected one of {list(allowed)}")
+        self.llm_dtype = resolve_llm_dtype(self.llm_dtype, self.device)  # what ran goes into config.json and the ledger
         try:
             check_batching(self.embedding_batching, "TrainConfig.embedding_batching")
         except ValueError as err:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -20,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from toporag_lib import atomic
+from toporag_lib import atomic, hardware
 from toporag_lib.paths import PROJECT_ROOT
 
 RECORD = "record.json"
@@ -76,16 +75,6 @@ def config_digest(config: dict[str, Any]) -> str:
     return hashlib.sha1(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]
 
 
-def hardware() -> str:
-    """A short description of where this process runs."""
-    import torch
-
-    if torch.cuda.is_available():
-        return f"{torch.cuda.get_device_name(0)} x{torch.cuda.device_count()}"
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"CPU, {cores} cores ({platform.machine()})"
-
-
 def commit() -> str | None:
     """The checkout's commit, with "+changes" when tracked files outside `results/` (which runs write) differ from
     it; None outside a git checkout."""
@@ -122,7 +111,8 @@ def record_run(run_dir: str | Path, ledger: str | Path, name: str, command: str 
     if existing.exists() and atomic.read_json(existing).get("metrics") == metrics:
         return folder
     record = {"run_id": folder.name, "name": name, "command": command or os.environ.get(COMMAND_ENV)
-              or " ".join([Path(sys.executable).name, *sys.argv]), "commit": STARTED_FROM, "hardware": hardware(),
+              or " ".join([Path(sys.executable).name, *sys.argv]), "commit": STARTED_FROM,
+              "hardware": hardware.describe(config.get("device", "cpu")),
               "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "config": config,
               "metrics": metrics}
     atomic.write_bytes(folder / f"predictions_{split}.jsonl", (run_dir / f"predictions_{split}.jsonl").read_bytes())
