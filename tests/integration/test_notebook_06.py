@@ -14,7 +14,7 @@ def run_06(tmp_path: Path, llm: Path, encoder: Path) -> None:
     import papermill
 
     training = {"llm_path": str(llm), "llm_dtype": "float32", "encoder_path": str(encoder), "model": {"hidden_dim": 16}}
-    parameters = {"training": training, "batch_size": 2, "warmup": 1, "steps": 2, "memory_steps": 1, "preprocess_questions": 6,
+    parameters = {"training": training, "batch_size": 2, "warmup": 1, "steps": 2, "memory_steps": 1, "dtype_steps": 1, "preprocess_questions": 6,
                   "sizes": SIZES, "repeats": 1, "queries": 1, "feature_dim": 16, "fit_min_nodes": 10}
     papermill.execute_notebook(str(NOTEBOOKS / "06_efficiency.ipynb"), str(tmp_path / "06_efficiency.ipynb"),
                                parameters=parameters, cwd=str(NOTEBOOKS), kernel_name="python3", progress_bar=False)
@@ -35,6 +35,15 @@ def test_06_efficiency_writes_table7_scaling_and_memory(tmp_path, isolated_cache
     assert table7.loc["TopoRAG", "ratio_vs_G-Retriever"] > 0 and table7.loc["TopoRAG", "cpu_ratio_vs_G-Retriever"] > 0
     assert table7.loc["TopoRAG", "lifting_s"] > 0 and table7.loc["G-Retriever", "lifting_s"] == 0
     assert (table7.embedding_s > 0).all() and (table7.preprocessing_train_split_s > table7.preprocessing_s).all()
+
+    work = pd.read_csv(results / "06_peak_fraction.csv").set_index("method")
+    assert set(work.index) == {"TopoRAG", "G-Retriever"} and (work.fraction_of_peak > 0).all()
+    assert (work.tflop_per_step > 0).all() and work.padding_share.between(0, 1).all()
+    dtypes = pd.read_csv(results / "06_dtype_steps.csv")
+    assert sorted(dtypes.dtype) == ["bfloat16", "float32"] and (dtypes.seconds_per_step > 0).all()
+    assert dtypes.set_index("dtype").loc["bfloat16", "paired_ratio_vs_bfloat16"] == 1.0
+    generation = pd.read_csv(results / "06_generation.csv")
+    assert sorted(generation.dtype) == ["bfloat16", "float32"] and (generation.seconds_per_batch > 0).all()
 
     scaling = pd.read_csv(results / "06_scaling.csv")
     seconds = scaling.pivot(index="nodes", columns="what", values="seconds")

@@ -14,11 +14,12 @@ GRETRIEVER_DECAY = 0.01  # G-Retriever's `c`: tied edge prizes decay by this fac
 def unit_cosine(query: torch.Tensor | np.ndarray, unit_features: torch.Tensor) -> np.ndarray:
     """cos(z_q, z_x) of paper eq. 12, for rows already scaled to unit length (see `CellComplex.unit_features`).
 
-    A product and a row sum, as PyTorch's `CosineSimilarity` (which G-Retriever uses), not a matrix-vector product:
-    BLAS's sgemv rounds rows differently by position (equal rows of 384 floats come out up to 1e-8 apart), which
-    broke the ties between equal edge texts that G-Retriever's prizes share; a row sum is the same for equal rows."""
+    One dot product per row (`np.einsum`), not a BLAS matrix-vector product: sgemv rounds rows differently by
+    position (equal rows of 384 floats come out up to 1e-8 apart), which broke the ties between equal edge texts
+    that G-Retriever's prizes share; einsum sums every row in the same order, so equal rows give equal values. It
+    runs on one thread, at about twice the speed of torch's product and row sum, whose threads wait on a busy core."""
     q = torch.nn.functional.normalize(torch.as_tensor(query, dtype=torch.float32).reshape(-1), dim=0, eps=1e-8)
-    return (unit_features * q).sum(dim=1).numpy()
+    return np.einsum("nd,d->n", unit_features.numpy(), q.numpy())
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
