@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from toporag_lib import hardware
-from toporag_lib.study.efficiency import (
+from toporag_lib.study.step_costs import (
     compared_dtypes,
     dtype_summary,
     generation_summary,

@@ -3,7 +3,7 @@
 The LLM has Llama-2-7B's shape (hidden 4096, 32 layers, 32 heads, MLP 11008) and random bf16 weights on the GPU:
 a step's time and memory do not depend on the weights, so nothing is downloaded. Its tokenizer is the bundled
 SmolLM2's, whose 49,152 ids need a larger embedding than Llama-2's 32,000 (+1.4% parameters, said in the output).
-Both methods share the frozen LLM and take turns on the same ExplaGraphs batches (`efficiency.step_runners`);
+Both methods share the frozen LLM and take turns on the same ExplaGraphs batches (`step_costs.step_runners`);
 printed: seconds per step, minutes per ExplaGraphs epoch (its training split / batch size steps) and the peak
 GPU memory of a step, beside the paper's 3.0 (TopoRAG) and 2.6 (G-Retriever) minutes on two A6000s.
 
@@ -23,8 +23,8 @@ import torch
 
 from toporag_lib.generation.bundled import bundled_model_dir
 from toporag_lib.generation.llm import LLM
-from toporag_lib.study.efficiency import (
-    MB,
+from toporag_lib.study.efficiency import MB
+from toporag_lib.study.step_costs import (
     STEP_METHODS,
     epoch_table,
     interleaved_step_times,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 LLM_DTYPES = ("bfloat16", "float32", "float16")
 AUTO = "auto"
+DTYPE_CHOICES = (AUTO, *LLM_DTYPES)  # what `TrainConfig.llm_dtype` takes
 # oneDNN ISA limits that still include bf16 dot products (oneDNN's `ONEDNN_MAX_CPU_ISA` names).
 BF16_ONEDNN_ISAS = ("ALL", "AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16",
                     "AVX10_1_512", "AVX10_1_512_AMX", "AVX10_1_512_AMX_FP16", "AVX10_2_512", "AVX10_2_512_AMX_2")
@@ -60,7 +61,7 @@ def resolve_llm_dtype(name: str, device: str = "cpu") -> str:
     float16 on CUDA devices without bf16."""
     if name != AUTO:
         if name not in LLM_DTYPES:
-            raise ValueError(f"llm_dtype={name!r}: expected one of {[AUTO, *LLM_DTYPES]}")
+            raise ValueError(f"llm_dtype={name!r}: expected one of {list(DTYPE_CHOICES)}")
         return name
     if device.startswith("cuda"):
         import torch

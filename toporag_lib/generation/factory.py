@@ -7,12 +7,11 @@ import torch
 from torch import nn
 
 from toporag_lib.generation.llm import load_llm
-from toporag_lib.hardware import AUTO, LLM_DTYPES, resolve_llm_dtype
 from toporag_lib.generation.soft_prompt import ModelConfig, TopoRAGModel
+from toporag_lib.hardware import resolve_llm_dtype
 from toporag_lib.seeding import seed_everything
 
 ENGINES = ("toporag", "pyg")
-DTYPE_CHOICES = (AUTO, *LLM_DTYPES)
 
 
 def build_model(engine: str, config: ModelConfig, in_dim: int, *, llm_path: str | None, llm_dtype: str,

@@ -12,9 +12,9 @@ from typing import Any
 from toporag_lib.config import ConfigError, from_dict
 from toporag_lib.data.registry import dataset_spec
 from toporag_lib.embed import EDGE_TEXTS, check_batching
-from toporag_lib.generation.factory import DTYPE_CHOICES, ENGINES
+from toporag_lib.generation.factory import ENGINES
 from toporag_lib.generation.soft_prompt import ModelConfig
-from toporag_lib.hardware import resolve_llm_dtype
+from toporag_lib.hardware import DTYPE_CHOICES, resolve_llm_dtype
 from toporag_lib.retrieval.config import RetrievalConfig, dataset_retrieval
 from toporag_lib.topology.lifting import LiftConfig
 
