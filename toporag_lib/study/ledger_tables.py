@@ -33,14 +33,15 @@ def majority_score(dataset: str, predictions: list[dict[str, Any]]) -> float:
 def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per (dataset, method name, config apart from the seed): mean and standard deviation of the score and
     of each family's accuracy over the seeds, the majority-answer baseline on the same questions, n (test
-    questions), seeds, the setting's config digest (`ledger.config_digest` without the seed), and the first run's
-    hardware, command and commit."""
+    questions), seeds, the LLM's dtype, the setting's config digest (`ledger.config_digest` without the seed), and the
+    first run's hardware, command and commit."""
     rows = []
     for r in records:
         config = {k: v for k, v in r["config"].items() if k != "seed"}
         metrics = r["metrics"]
         rows.append({"dataset": r["config"]["dataset"], "method": r["name"],
-                     "seed": r["config"]["seed"], "n": metrics["n"], "score": metrics["score"],
+                     "seed": r["config"]["seed"], "llm_dtype": r["config"].get("llm_dtype", "bfloat16"),
+                     "n": metrics["n"], "score": metrics["score"],
                      "majority": majority_score(r["config"]["dataset"], r.get("predictions", [])),
                      **{f"acc_{k}": v for k, v in metrics.get("per_family", {}).items()},
                      **{f"secondary_{k}": v for k, v in metrics.get("secondary", {}).items()},
@@ -55,10 +56,10 @@ def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
     table = grouped[scores].mean()
     table["score_std"] = grouped["score"].std()
     table["seeds"] = grouped["seed"].apply(lambda s: ", ".join(str(x) for x in sorted(s)))
-    for column in ("n", "hardware", "command", "commit"):
+    for column in ("n", "llm_dtype", "hardware", "command", "commit"):
         table[column] = grouped[column].first()
     table = table.reset_index()
-    front = ["dataset", "method", "n", "seeds", "score", "score_std", "majority"]
+    front = ["dataset", "method", "llm_dtype", "n", "seeds", "score", "score_std", "majority"]
     return table[front + [c for c in table if c not in front]]
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from toporag_lib import atomic, hardware
 from toporag_lib.config import merge
-from toporag_lib.study import paired_runs, paper
+from toporag_lib.study import dtype_agreement, paired_runs, paper
 from toporag_lib.study.experiments import TABLE1_METHODS
 from toporag_lib.study.ledger_tables import (TESTBED_PAIRS, explagraphs_by_cycles, full_split_records,
                                              full_split_table, ledger_table, table1_full_split, table1_paired,
@@ -99,7 +99,7 @@ def table1(results: Path) -> str | None:
     ours = ledger_table(read_ledger(results / "runs"))
     if ours.empty:
         return None
-    keep = ["method", "dataset", "n", "seeds", "score", "score_std", "majority"]
+    keep = ["method", "dataset", "llm_dtype", "n", "seeds", "score", "score_std", "majority"]
     keep += [c for c in ("acc_loop",) if c in ours]
     ours = ours.sort_values(["dataset", "n", "method", "commit"], ascending=[True, False, True, True], kind="stable")
     wide = ours[keep + ["config", "commit"]].rename(columns={"score": "ours", "score_std": "ours std", "majority": "majority answer",
@@ -175,6 +175,11 @@ def results_readme(results: str | Path, profile: str) -> str:
         ("Table 6 · cells per dimension", _read(results, "05_table6_cells_per_dimension.csv"),
          "_Ours: retrieval only (no LLM), synthetic scenes; the paper's row is SceneGraphs._"),
         ("Table 7 · time per epoch", table7(results), _label(s06, "ExplaGraphs training split")),
+        ("LLM dtype · the same runs in two dtypes, paired", _nonempty(dtype_agreement.agreement(records)),
+         "_Every pair of ledger runs that differ only in `llm_dtype` (`python -m toporag_lib.study.dtype_agreement`: "
+         "notebook 04's cpu-quick runs in bfloat16 and float32): both scores, the share of test questions answered "
+         "with the same string, the questions only one gets right and McNemar's exact p. `llm_dtype = \"auto\"` "
+         "picks float32 on CPUs without native bf16, so this is what that choice does to the answers._"),
         ("Testbed · floors", _read(results, "01_testbed_floors.csv"),
          "_Synthetic scenes v2, test split: the majority answer's rate, 'yes no' under `label in prediction`, and the "
          "two reference solvers (exact match)._"),
