@@ -38,9 +38,10 @@ def progress(run: Path) -> Progress:
 
 
 def unfinished(runs_dir: Path) -> list[Path]:
-    """Run folders (`<runs_dir>/<dataset>/<name>-<config hash>`) with a checkpoint and no test metrics yet."""
+    """Run folders (`<runs_dir>/<dataset>/<name>-<config hash>`) with a checkpoint and no metrics yet (a run ends by
+    scoring one split: test, or validation in `study.recipe_search`)."""
     runs = (path.parent for path in sorted(Path(runs_dir).glob(f"*/*/{CHECKPOINT}")))
-    return [run for run in runs if not (run / "metrics_test.json").exists()]
+    return [run for run in runs if not any(run.glob("metrics_*.json"))]
 
 
 def _copy(source: Path, target: Path) -> None:

@@ -341,6 +341,8 @@ class Trainer:
         metrics["epochs_run"] = self.state["epoch"]
         metrics.update(selected_epoch_metrics(self.state["history"], self.state.get("best_epoch"),
                                               self.config.select_by))
+        metrics["validation"] = [{"epoch": h["epoch"] + 1, "val_loss": h["val_loss"], "val_score": h["val_score"]}
+                                 for h in self.state["history"] if h["step"] is None]
         atomic.write_text(self.out / f"metrics_{split}.json", json.dumps(metrics, indent=1))
         atomic.write_text(self.out / "history.csv",
                           pd.DataFrame(self.state["history"], columns=HISTORY_COLUMNS).to_csv(index=False))

@@ -1,0 +1,42 @@
+"""The recipe search: every run scored on validation only, recorded in its own ledger."""
+
+from __future__ import annotations
+
+import json
+
+from tiny_models import CHATML, make_tiny_model
+
+from toporag_lib.generation.soft_prompt import ModelConfig
+from toporag_lib.study import recipe_search
+from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.ledger import RECORD, read_predictions
+
+
+def test_every_recipe_selects_on_the_validation_score_with_early_stopping_and_differs_in_its_schedule():
+    configs = [job.config() for job in recipe_search.jobs()]
+    assert all(c.select_by == "val_score" and c.patience == 2 and c.epochs == recipe_search.MAX_EPOCHS
+               for c in configs)
+    assert len({(c.schedule, c.warmup_ratio, c.lr, c.lora_lr) for c in configs}) == len(configs)
+    assert all(c.limits.test is None and c.limits.val == recipe_search.SEARCH_LIMITS["val"] for c in configs)
+
+
+def test_a_search_run_is_scored_on_validation_and_never_writes_test_predictions(tmp_path, tiny_encoder_path):
+    llm = make_tiny_model(tmp_path / "llm", CHATML)
+    config = TrainConfig.from_dict(dict(
+        dataset="synthetic_scenes", dataset_options={"num_images": 8, "questions_per_image": 2, "seed": 1},
+        limits={"train": 6, "val": 3, "test": 2}, encoder_path=str(tiny_encoder_path), llm_path=str(llm),
+        llm_dtype="float32", epochs=2, batch_size=2, eval_batch_size=2, max_new_tokens=4, max_txt_len=48,
+        select_by="val_score", model=ModelConfig(encoder="cellular", hidden_dim=16, projector_hidden=32,
+                                                 num_layers=1)))
+    folder = recipe_search.run_validation(config, "tiny", tmp_path / "runs", tmp_path / "ledger", progress=False)
+    assert (folder / RECORD).exists() and not list(folder.glob("predictions_test*"))
+    assert not list((tmp_path / "runs").rglob("predictions_test*"))
+    assert len(read_predictions(folder / "predictions_val.jsonl")) == 3
+    table = recipe_search.search_table(tmp_path / "ledger")
+    assert table.n_val.tolist() == [3] and 0 < table.one_answer_share[0] <= 1
+    run = next((tmp_path / "runs").rglob("metrics_val.json")).parent
+    assert [v["epoch"] for v in json.loads((run / "metrics_val.json").read_text())["validation"]] == [1, 2]
+
+
+def test_one_answer_share_counts_the_most_common_answer():
+    assert recipe_search.one_answer_share([{"pred": "Yes"}, {"pred": "yes "}, {"pred": "no"}]) == 2 / 3

@@ -1,0 +1,161 @@
+"""The training recipe, chosen on the validation split: a small search over schedules and learning rates, every run
+scored on validation only and recorded in its own ledger, `results/recipe_search/` (the test split is never read).
+
+    python -m toporag_lib.study.recipe_search --list          # the jobs and which are done
+    python -m toporag_lib.study.recipe_search --shard 0/2 &   # two processes share them, one torch thread each
+    python -m toporag_lib.study.recipe_search --park          # before a session ends: commit parked_runs/recipe_search
+
+Every recipe trains up to `MAX_EPOCHS` epochs, shuffled per epoch, keeps the epoch with the best validation score
+and stops after `patience` epochs without one (the paper's early stopping); the recipes differ in the schedule
+(constant against warm-up and cosine decay) and the learning rates. The search runs on `SEARCH_LIMITS`: a seeded
+subset of the training split and of the validation split, which makes an epoch a few minutes on one core; the
+validation score reported is the selected epoch's, on the same questions that selected it (a search, not an
+estimate). A run killed mid-epoch resumes from its checkpoint; `--park` carries unfinished runs across checkouts
+(`study.parked_runs`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from toporag_lib.paths import cache_dir, results_dir
+from toporag_lib.study import parked_runs
+from toporag_lib.study.experiments import config_digest, variant_config
+from toporag_lib.study.llm_testbed import claim, selected
+from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.ledger import COMMAND_ENV, RECORD, read_predictions, record_run, run_id
+from toporag_lib.training.trainer import Trainer
+
+SPLIT = "val"
+MAX_EPOCHS = 6
+SEARCH_LIMITS = {"train": 800, "val": 200}
+COMMON = {"epochs": MAX_EPOCHS, "patience": 2, "select_by": "val_score", "limits": SEARCH_LIMITS}
+RECIPES: dict[str, dict[str, Any]] = {
+    "cosine 1e-3, warm-up 0.1": {"schedule": "cosine", "warmup_ratio": 0.1, "lr": 1e-3, "lora_lr": 1e-3},
+    "constant 1e-3 (the project's default rates)": {"schedule": "constant", "warmup_ratio": 0.0, "lr": 1e-3,
+                                                    "lora_lr": 1e-3},
+    "cosine 1e-3, LoRA 1e-4, warm-up 0.1": {"schedule": "cosine", "warmup_ratio": 0.1, "lr": 1e-3, "lora_lr": 1e-4},
+    "cosine 1e-4, warm-up 0.1": {"schedule": "cosine", "warmup_ratio": 0.1, "lr": 1e-4, "lora_lr": 1e-4},
+    "cosine 1e-5, warm-up 0.1 (the paper's rates)": {"schedule": "cosine", "warmup_ratio": 0.1, "lr": 1e-5,
+                                                     "lora_lr": 1e-5},
+}
+
+
+def ledger_dir() -> Path:
+    return results_dir() / "recipe_search"
+
+
+def runs_dir() -> Path:
+    return cache_dir() / "recipe_search"
+
+
+def parked_dir() -> Path:
+    return parked_runs.PARKED_DIR / "recipe_search"
+
+
+@dataclass(frozen=True)
+class Job:
+    recipe: str
+    method: str = "TopoRAG + LoRA"
+    dataset: str = "explagraphs"
+    seed: int = 42
+
+    @property
+    def name(self) -> str:
+        return f"{self.method} · {self.recipe}"
+
+    def config(self) -> TrainConfig:
+        return variant_config(self.method, self.dataset, {**COMMON, **RECIPES[self.recipe]}, seed=self.seed)
+
+
+def jobs() -> list[Job]:
+    """Every recipe for TopoRAG + LoRA on ExplaGraphs, most informative first."""
+    return [Job(recipe) for recipe in RECIPES]
+
+
+def is_done(job: Job, ledger: Path | None = None) -> bool:
+    return ((ledger or ledger_dir()) / run_id(job.config().to_dict()) / RECORD).exists()
+
+
+def run_validation(config: TrainConfig, name: str, runs: Path, ledger: Path, progress: bool = True) -> Path:
+    """Train `config` in `runs/<dataset>/<digest>` (resuming from a checkpoint), generate on the validation split
+    with the selected epoch's weights and record the run in `ledger`; the ledger folder."""
+    out = runs / config.dataset / config_digest(config)
+    if not (out / f"metrics_{SPLIT}.json").exists():
+        trainer = Trainer(config, out, progress)
+        trainer.resume()
+        trainer.train()
+        trainer.evaluate(SPLIT)
+    return record_run(out, ledger, name, split=SPLIT)
+
+
+def one_answer_share(predictions: list[dict[str, Any]]) -> float:
+    """The share of questions given the most common answer (1.0: the run says one thing to everything)."""
+    counts = Counter(p["pred"].strip().lower() for p in predictions)
+    return max(counts.values()) / len(predictions) if predictions else float("nan")
+
+
+def search_table(ledger: Path | None = None) -> pd.DataFrame:
+    """One row per recorded search run: recipe, validation score, the selected and the last epoch, and the share
+    of the most common answer."""
+    rows = []
+    for path in sorted((ledger or ledger_dir()).glob(f"*/{RECORD}")):
+        record = pd.read_json(path, typ="series")
+        metrics, config = record["metrics"], record["config"]
+        predictions = read_predictions(path.parent / f"predictions_{SPLIT}.jsonl")
+        rows.append({"dataset": config["dataset"], "run": record["name"], "seed": config["seed"],
+                     "n_val": metrics["n"], "val_score": metrics["score"], "selected_epoch": metrics["selected_epoch"],
+                     "epochs_run": metrics["epochs_run"], "one_answer_share": one_answer_share(predictions),
+                     "minutes_per_epoch": metrics.get("minutes_per_epoch")})
+    return pd.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shard", default="0/1", help="i/n: run the jobs whose index is i modulo n")
+    parser.add_argument("--jobs", help="comma-separated job indices (--list) to run in this order")
+    parser.add_argument("--list", action="store_true", help="list the jobs and whether each is done, then stop")
+    parser.add_argument("--park", action="store_true", help="park unfinished runs (commit them), then stop")
+    args = parser.parse_args(argv)
+    if args.park:
+        for folder, (epoch, step) in parked_runs.park(runs_dir(), parked_dir()):
+            print(f"parked {folder} at epoch {epoch}, step {step}")
+        return
+    todo = jobs()
+    if args.list:
+        for i, job in enumerate(todo):
+            print(f"{i:2d}  {'done' if is_done(job) else 'todo'}  {job.name} on {job.dataset}, seed {job.seed}")
+        print(search_table().to_string(index=False))
+        return
+    which = f"--jobs {args.jobs}" if args.jobs else f"--shard {args.shard}"
+    os.environ.setdefault(COMMAND_ENV, f"python -m toporag_lib.study.recipe_search {which}")
+    torch.set_num_threads(1)
+    for folder, (epoch, step) in parked_runs.unpark(runs_dir(), ledger_dir(), parked_dir()):
+        print(f"resuming {folder.name} from its parked checkpoint (epoch {epoch}, step {step})", flush=True)
+    for i in selected(len(todo), args.shard, args.jobs):
+        job = todo[i]
+        if is_done(job):
+            continue
+        lock = claim(job, runs_dir())
+        if lock is None:
+            print(f"job {i}: {job.name} runs in another process: skipped", flush=True)
+            continue
+        print(f"job {i}: {job.name} on {job.dataset}, seed {job.seed}", flush=True)
+        try:
+            run_validation(job.config(), job.name, runs_dir(), ledger_dir())
+            for parked in parked_dir().glob(f"{job.dataset}/{config_digest(job.config())}"):
+                parked_runs.release(parked)
+        finally:
+            lock.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    main()
