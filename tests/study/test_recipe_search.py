@@ -14,9 +14,9 @@ from toporag_lib.training.ledger import RECORD, read_predictions
 
 def test_every_recipe_selects_on_the_validation_score_with_early_stopping_and_differs_in_its_schedule():
     configs = [job.config() for job in recipe_search.jobs()]
-    assert all(c.select_by == "val_score" and c.patience == 2 and c.epochs == recipe_search.MAX_EPOCHS
+    assert all(c.select_by == "val_score" and c.patience == 2 and c.epochs in {recipe_search.MAX_EPOCHS, recipe_search.PAPER_MAX_EPOCHS}
                for c in configs)
-    assert len({(c.schedule, c.warmup_ratio, c.lr, c.lora_lr) for c in configs}) == len(configs)
+    assert len({(c.schedule, c.warmup_ratio, c.lr, c.lora_lr, c.epochs) for c in configs}) == len(configs)
     assert all(c.limits.test is None and c.limits.val == recipe_search.SEARCH_LIMITS["val"] for c in configs)
 
 
