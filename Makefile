@@ -2,6 +2,7 @@
 PYTHON   ?= python3
 VENV     ?= .venv
 PROFILE  ?= cpu-quick
+PREPROCESS ?=
 PY       := $(VENV)/bin/python
 PIP      := $(PY) -m pip install --disable-pip-version-check -q -c constraints.txt
 STAMP    := $(VENV)/.setup-done
@@ -26,8 +27,9 @@ test: setup
 test-all: setup
 	$(PY) -m pytest -m ""
 
+# PREPROCESS=dask (a LocalCluster) or PREPROCESS=tcp://host:8786: the training runs preprocess on Dask.
 reproduce: setup
-	$(PY) -m toporag_lib.study.reproduce --profile $(PROFILE)
+	TOPORAG_PREPROCESS=$(PREPROCESS) $(PY) -m toporag_lib.study.reproduce --profile $(PROFILE)
 
 # JupyterLab refuses to run as root unless told (containers and CI machines often are root).
 lab: setup

@@ -36,6 +36,7 @@ import uuid
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from tqdm.auto import tqdm
@@ -179,7 +180,9 @@ class TextEncoder:
     """Sentence encoder with a disk cache; the model itself loads only when a text is not cached."""
 
     def __init__(self, model_path: str | Path | None = None, *, device: str = "cpu", batching: str | int = "length",
-                 cache: str | Path | None = None, progress: bool = True):
+                 cache: str | Path | None = None, progress: bool = True, loaded: Any = None):
+        """`loaded`: the SentenceTransformer of `model_path` already in memory (another encoder's `model`), so that an
+        encoder over another cache need not load it again."""
         self.model_path = Path(model_path) if model_path is not None else default_encoder_path()
         check_encoder_dir(self.model_path)
         check_batching(batching)
@@ -189,7 +192,7 @@ class TextEncoder:
         named = {"length": f"length{MAX_BATCH_ROWS}-{BATCH_TOKENS}", "single": "single"}  # the shapes name the cache
         layout = (named[batching] if isinstance(batching, str) else f"batch{batching}") + "-t1"  # -t1: one thread
         self.cache = EmbeddingCache(root / f"{self.identity}-{layout}")
-        self._model = None
+        self._model = loaded
 
     @property
     def model(self):

@@ -12,7 +12,7 @@ from torch_geometric.llm.utils.backend_utils import retrieval_via_pcst
 from toporag_lib.data.graph import TextualGraph
 from toporag_lib.retrieval import METHODS, RetrievalConfig, dataset_retrieval, retrieve
 from toporag_lib.retrieval.textualize import textualize_subcomplex
-from toporag_lib.topology import closure, lift
+from toporag_lib.topology import LiftConfig, closure, lift
 
 DIM = 8
 
@@ -259,9 +259,10 @@ def test_prepare_with_cached_lifts_matches_plain_lifting(tiny_encoder_path, isol
 
     dataset = load_dataset("synthetic_scenes", num_images=3, questions_per_image=2, seed=3)
     encoder = TextEncoder(tiny_encoder_path, progress=False)
-    plain = prepare(dataset, encoder, progress=False, basis="minimum")
-    cached = prepare(dataset, encoder, progress=False, cache_lifts=True, basis="minimum")
-    again = prepare(dataset, encoder, progress=False, cache_lifts=True, basis="minimum")
+    minimum = LiftConfig(basis="minimum")
+    plain = prepare(dataset, encoder, progress=False, lift=minimum)
+    cached = prepare(dataset, encoder, progress=False, cache_lifts=True, lift=minimum)
+    again = prepare(dataset, encoder, progress=False, cache_lifts=True, lift=minimum)
     assert len(list((isolated_cache / "cache" / "lifting").glob("*.npz"))) == len(plain.complexes) == 3
     for a, b in zip(plain.complexes, again.complexes):
         assert np.array_equal(a.cell_edges, b.cell_edges) and torch.equal(a.z2, b.z2)

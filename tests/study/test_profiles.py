@@ -54,3 +54,14 @@ def test_gpu_paper_trains_with_the_papers_settings(monkeypatch):
     config = TrainConfig.from_dict({"dataset": "synthetic_scenes", **training})
     assert (config.lr, config.batch_size, config.epochs, config.schedule, config.model.hidden_dim) == \
         (PAPER_SETTINGS["lr"], 8, 10, "cosine", 1024)
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_preprocess_on_dask_reaches_every_training_notebook_of_every_profile(profile, monkeypatch):
+    monkeypatch.setenv("TOPORAG_LLM", "/models/llm")
+    monkeypatch.setenv("TOPORAG_PREPROCESS", "tcp://scheduler:8786")
+    for name in ("04_training", "05_ablations_sensitivity"):
+        training = notebook_parameters(profile, name)["training"]
+        assert "training" in defined_parameters(name)
+        assert TrainConfig.from_dict({"dataset": "synthetic_scenes", **training}).preprocess == "tcp://scheduler:8786"
+    assert "training" not in notebook_parameters(profile, "03_retrieval")

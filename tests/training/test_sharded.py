@@ -1,4 +1,5 @@
-"""Sharded preprocessing on a two-worker LocalCluster: same examples as the in-memory path, resumable, guarded."""
+"""Sharded preprocessing on a two-worker LocalCluster: the local path's examples for every dataset, resumable,
+guarded."""
 
 from __future__ import annotations
 
@@ -6,28 +7,31 @@ import json
 import operator
 import os
 import time
-from dataclasses import replace
 
 import pytest
 import torch
 from distributed import Client, LocalCluster
 
 from toporag_lib import atomic
+from toporag_lib.config import ConfigError
 from toporag_lib.data import load_dataset
 from toporag_lib.data.graph import QASample, TextualGraph
 from toporag_lib.embed import TextEncoder
-from toporag_lib.retrieval import dataset_retrieval
-from toporag_lib.seeding import one_torch_thread
+from toporag_lib.paths import BUNDLED_DATA
 from toporag_lib.training import sharded
+from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.examples import build_examples
+from toporag_lib.training.ledger import config_digest
 from toporag_lib.training.preprocess import prepare
 from toporag_lib.training.sharded import (
     ShardConfigError,
     ShardSampleError,
+    feature_dim,
     iter_examples,
     iter_records,
     preprocess_sharded,
 )
+from toporag_lib.training.trainer import make_examples
 
 OPTIONS = {"num_images": 6, "questions_per_image": 3}  # 18 questions, 4 shards of 5 (the last one short)
 SHARD_SIZE = 5
@@ -40,57 +44,87 @@ def client():
         yield client
 
 
+def scenes(encoder_path, **changes) -> TrainConfig:
+    return TrainConfig.from_dict({"dataset": "synthetic_scenes", "dataset_options": OPTIONS,
+                                  "encoder_path": str(encoder_path), **changes})
+
+
 @pytest.fixture(scope="module")
 def job(client, tiny_encoder_path, tmp_path_factory):
     """One finished sharded run (its output folder and index) shared by the tests that only read it."""
     out = tmp_path_factory.mktemp("shards")
-    index = preprocess_sharded("synthetic_scenes", out, shard_size=SHARD_SIZE, dataset_options=OPTIONS,
-                               encoder_path=tiny_encoder_path, client=client, progress=False)
+    index = preprocess_sharded(scenes(tiny_encoder_path), out, shard_size=SHARD_SIZE, client=client, progress=False)
     return out, index
 
 
 def run(out, encoder_path, client, **changes):
-    kwargs = {"shard_size": SHARD_SIZE, "dataset_options": OPTIONS, "encoder_path": encoder_path,
-              "client": client, "progress": False, **changes}
-    return preprocess_sharded("synthetic_scenes", out, **kwargs)
+    return preprocess_sharded(scenes(encoder_path, **changes), out, shard_size=SHARD_SIZE, client=client,
+                              progress=False)
 
 
-def in_memory_examples(dataset, encoder_path, cache_root):
-    """What `prepare` + `build_examples` make of each chunk of SHARD_SIZE samples, with one torch thread as in a Dask
-    worker (distributed sets OMP_NUM_THREADS=1 there): a vector's last float bits depend on the thread count."""
-    with one_torch_thread():
-        return _chunks_in_memory(dataset, encoder_path, cache_root)
+def assert_same_examples(got, want):
+    """Field by field, tensors bit for bit."""
+    assert [e.index for e in got] == [e.index for e in want]
+    for a, b in zip(got, want):
+        assert (a.text, a.question, a.label, a.family) == (b.text, b.question, b.label, b.family), a.index
+        assert a.complex.keys() == b.complex.keys()
+        for key in a.complex.keys():
+            same = torch.equal if isinstance(a.complex[key], torch.Tensor) else operator.eq
+            assert same(a.complex[key], b.complex[key]), (a.index, key)
 
 
-def _chunks_in_memory(dataset, encoder_path, cache_root):
-    examples = []
-    for k, start in enumerate(range(0, len(dataset), SHARD_SIZE)):
-        chunk = dataset.take(range(start, min(start + SHARD_SIZE, len(dataset))))
-        encoder = TextEncoder(encoder_path, cache=cache_root / str(k), progress=False)
-        prepared = prepare(chunk, encoder, progress=False)
-        built = build_examples(prepared, range(len(chunk)), dataset_retrieval("synthetic_scenes"), progress=False)
-        examples += [replace(e, index=start + e.index) for e in built]
-    return examples
-
-
-def test_shards_hold_what_the_in_memory_path_builds(job, tiny_encoder_path, tmp_path):
+def test_shards_hold_what_the_local_path_builds(job, tiny_encoder_path):
     out, index = job
     dataset = load_dataset("synthetic_scenes", **OPTIONS)
-    assert index.counts == [5, 5, 5, 3] and index.computed == [0, 1, 2, 3]
+    assert index.counts == [5, 5, 5, 3] and index.computed == [0, 1, 2, 3] and index.dim == feature_dim(out)
     assert all(path.exists() for path in index.paths)
-    expected = in_memory_examples(dataset, tiny_encoder_path, tmp_path)
+    config = scenes(tiny_encoder_path, limits={"train": None, "val": None, "test": None})
+    local = prepare(dataset, TextEncoder(config.encoder_path, progress=False), progress=False)
+    expected = build_examples(local, range(len(dataset)), config.retrieval, progress=False)
     examples = list(iter_examples(out))
-    assert [e.index for e in examples] == [e.index for e in expected] == list(range(len(dataset)))
     assert sum(e.complex.num_cells_2 for e in examples) > 0  # 2-cells were retrieved, so they are compared too
-    for got, want in zip(examples, expected):
-        assert (got.text, got.question, got.label, got.family) == (want.text, want.question, want.label, want.family)
-        assert got.complex.keys() == want.complex.keys()
-        for key in got.complex.keys():
-            same = torch.equal if isinstance(got.complex[key], torch.Tensor) else operator.eq
-            assert same(got.complex[key], want.complex[key]), (got.index, key)
+    assert_same_examples(examples, expected)
     records = list(iter_records(out))
     assert torch.equal(records[0]["nodes"], examples[0].complex.node_ids)
     assert [r["id"] for r in records] == [s.id for s in dataset]
+
+
+# Every dataset that runs offline, at its own defaults (edge texts, lifting, retrieval), a few questions per split.
+DATASETS = {"explagraphs": {}, "synthetic_scenes": OPTIONS, "gqa_fixtures": {},
+            "webqsp": {"root": str(BUNDLED_DATA / "webqsp_fixture")}}
+
+
+@pytest.mark.parametrize("dataset", sorted(DATASETS))
+def test_the_trainers_examples_are_the_same_made_locally_or_on_dask(dataset, client, tiny_encoder_path, tmp_path):
+    values = {"dataset": dataset, "dataset_options": DATASETS[dataset], "encoder_path": str(tiny_encoder_path),
+              "limits": {"train": 6, "val": 3, "test": 4}, "seed": 3}
+    local, local_dim = make_examples(TrainConfig.from_dict(values), progress=False)
+    address = client.scheduler.address  # the path a `--set preprocess=tcp://host:port` run takes
+    on_dask, dask_dim = make_examples(TrainConfig.from_dict({**values, "preprocess": address}), progress=False,
+                                      shards=tmp_path)
+    assert local.keys() == on_dask.keys() and local_dim == dask_dim and sum(map(len, local.values())) >= 6
+    for split in local:
+        assert_same_examples(on_dask[split], local[split])
+
+
+def test_a_dask_run_starts_its_own_local_cluster_and_keeps_its_identity(tiny_encoder_path, tmp_path):
+    local = scenes(tiny_encoder_path, limits={"train": 4, "val": 2, "test": 2})
+    on_dask = scenes(tiny_encoder_path, limits={"train": 4, "val": 2, "test": 2}, preprocess="dask")
+    examples, _ = make_examples(on_dask, progress=False, shards=tmp_path)
+    assert_same_examples(examples["test"], make_examples(local, progress=False)[0]["test"])
+    assert (tmp_path / sharded.MANIFEST).exists()
+    assert config_digest(on_dask.to_dict()) == config_digest(local.to_dict())  # where it ran is not what it is
+
+
+def test_what_the_shards_cannot_make_is_refused_before_any_work():
+    with pytest.raises(ConfigError, match=r"retrieval 'subgraphrag' is fitted on the training split"):
+        TrainConfig(dataset="synthetic_scenes", retrieval={"method": "subgraphrag"}, preprocess="dask")
+    with pytest.raises(ConfigError, match=r"needs embedding_batching 'length' or 'single'"):
+        TrainConfig(embedding_batching=16, preprocess="tcp://127.0.0.1:8786")
+    with pytest.raises(ConfigError, match=r"preprocess='cluster': expected one of \['local', 'dask'\]"):
+        TrainConfig(preprocess="cluster")
+    with pytest.raises(ValueError, match=r"writes shards: pass the folder"):
+        make_examples(TrainConfig(preprocess="dask"), progress=False)
 
 
 def test_rerun_recomputes_only_missing_shards(client, tiny_encoder_path, tmp_path):
@@ -117,10 +151,12 @@ def test_rerun_recomputes_only_missing_shards(client, tiny_encoder_path, tmp_pat
 
 def test_a_changed_job_in_the_same_folder_is_refused(job, tiny_encoder_path, client):
     out, _ = job
-    with pytest.raises(ShardConfigError, match=r"differs in: lift_options, retrieval"):
-        run(out, tiny_encoder_path, client, retrieval={"k2": 3}, lift_options={"tree": "dfs"})
+    with pytest.raises(ShardConfigError, match=r"differs in: lift, retrieval"):
+        run(out, tiny_encoder_path, client, retrieval={"k2": 3}, lift={"tree": "dfs"})
     with pytest.raises(ShardConfigError, match=r"differs in: dataset_digest, dataset_options, num_samples"):
         run(out, tiny_encoder_path, client, dataset_options={**OPTIONS, "num_images": 7})
+    with pytest.raises(ShardConfigError, match=r"differs in: edge_text"):
+        run(out, tiny_encoder_path, client, edge_text="relation")
 
 
 def test_unfinished_folder_is_not_read(tmp_path, tiny_encoder_path):
@@ -141,8 +177,7 @@ def test_a_graph_that_cannot_be_lifted_names_dataset_shard_and_sample(monkeypatc
     sharded._dataset.cache_clear()  # the unbroken dataset of an earlier test is cached under the same name
     with pytest.raises(ShardSampleError, match=r"dataset 'synthetic_scenes', shard-00001.pt, sample 7: lifting "
                                                r"failed: ValueError: cannot lift a graph with no nodes"):
-        preprocess_sharded("synthetic_scenes", tmp_path, shard_size=SHARD_SIZE, dataset_options=OPTIONS,
-                           encoder_path=tiny_encoder_path, progress=False)
+        run(tmp_path, tiny_encoder_path, None)
     manifest = json.loads((tmp_path / sharded.MANIFEST).read_text())
     assert list(manifest["shards"]) == [sharded.shard_name(0)]  # what finished before the error stays recorded
     sharded._dataset.cache_clear()

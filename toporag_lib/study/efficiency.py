@@ -237,35 +237,33 @@ def _seconds(run: Callable[[], Any]) -> tuple[Any, float]:
 def preprocessing_table(methods: Sequence[str], dataset: str, overrides: dict[str, Any],
                         train_questions: int) -> pd.DataFrame:
     """One-off seconds per method on the training questions that `overrides` selects, and extrapolated to
-    `train_questions`: embedding every text into an empty cache (model already loaded; the same texts for every
-    method, so embedded once), lifting (only for methods that read 2-cells), retrieval and packaging."""
+    `train_questions`, stage by stage as the trainer runs them (`preprocess.prepare`, then
+    `examples.build_examples`): embedding every text into an empty cache (model already loaded), lifting (counted
+    only for methods that read 2-cells), retrieval and packaging."""
     from toporag_lib.data import load_dataset
-    from toporag_lib.embed import TextEncoder, embed_graphs
+    from toporag_lib.embed import TextEncoder
     from toporag_lib.study.experiments import method_config
     from toporag_lib.training.examples import build_examples
-    from toporag_lib.training.preprocess import PreparedDataset
+    from toporag_lib.training.preprocess import prepare
     from toporag_lib.training.trainer import limited
 
     configs = [method_config(m, dataset, overrides) for m in methods]
     full = load_dataset(dataset, **configs[0].dataset_options)
-    part = full.take(limited(full.split["train"], configs[0].limits.train, configs[0].seed))
-    representatives, graph_of = part.distinct_graphs()
-    graphs = [part[i].graph for i in representatives]
-    with tempfile.TemporaryDirectory() as cache:
-        encoder = TextEncoder(configs[0].encoder_path, cache=cache, progress=False)
-        _ = encoder.model  # load it outside the timing
-        (features, queries), embedding = _seconds(lambda: (embed_graphs(graphs, encoder),
-                                                           encoder.encode([s.query for s in part])))
-    rows = []
+    rows, loaded = [], None
     for method, config in zip(methods, configs):
-        complexes, lifting = _seconds(lambda: [lift(g, nodes, edges, **config.lift.to_dict())
-                                               for g, (nodes, edges) in zip(graphs, features)])
-        prepared = PreparedDataset(part, complexes, graph_of, queries, config.lift.to_dict())
+        part = full.take(limited(full.split["train"], config.limits.train, config.seed))
+        stages: dict[str, float] = {}
+        with tempfile.TemporaryDirectory() as cache:
+            encoder = TextEncoder(config.encoder_path, batching=config.embedding_batching, cache=cache,
+                                  progress=False, loaded=loaded)
+            loaded = encoder.model  # loaded outside the timing, once
+            prepared = prepare(part, encoder, edge_text=config.edge_text, lift=config.lift, progress=False,
+                               timings=stages)
         _, retrieval = _seconds(lambda: build_examples(prepared, range(len(part)), config.retrieval,
                                                        config.graph_text, config.question_suffix, progress=False))
-        lifting = lifting if uses_cells(config) else 0.0
-        total = embedding + lifting + retrieval
-        rows.append({"method": method, "questions": len(part), "graphs": len(graphs), "embedding_s": embedding,
-                     "lifting_s": lifting, "retrieval_s": retrieval, "preprocessing_s": total,
-                     "train_split_s": total * train_questions / len(part)})
+        lifting = stages["lifting_s"] if uses_cells(config) else 0.0
+        total = stages["embedding_s"] + lifting + retrieval
+        rows.append({"method": method, "questions": len(part), "graphs": len(prepared.complexes),
+                     "embedding_s": stages["embedding_s"], "lifting_s": lifting, "retrieval_s": retrieval,
+                     "preprocessing_s": total, "train_split_s": total * train_questions / len(part)})
     return pd.DataFrame(rows)

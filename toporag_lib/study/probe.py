@@ -61,7 +61,7 @@ def probe_data(dataset: QADataset, encoder: TextEncoder, config: TrainConfig, so
     or "whole graph")."""
     if source not in INPUTS:
         raise ValueError(f"source={source!r}: expected one of {INPUTS}")
-    prepared = prepare(dataset, encoder, progress=False, edge_text=config.edge_text, **config.lift.to_dict())
+    prepared = prepare(dataset, encoder, progress=False, edge_text=config.edge_text, lift=config.lift)
     with_cells, without_cells = [], []
     for i in range(len(dataset)):
         cc = prepared.complex_of(i)

@@ -4,7 +4,8 @@ A notebook's own `parameters` cell holds the `cpu-quick` defaults (so a plain ru
 that notebook varies; training settings beyond those go in its `training` parameter as sparse `TrainConfig`
 overrides. A profile overrides some of them. Notebooks are named by their file stem, e.g. `01_datasets`. The `gpu-paper` profile takes
 the LLM folder from `TOPORAG_LLM` (e.g. a local Llama-2-7b-hf) and the sentence encoder folder from
-`TOPORAG_ENCODER` (e.g. all-roberta-large-v1); nothing is downloaded.
+`TOPORAG_ENCODER` (e.g. all-roberta-large-v1); nothing is downloaded. `TOPORAG_PREPROCESS=dask` (or a Dask
+scheduler address) makes the training notebooks' runs preprocess on Dask (`training.sharded`): the same examples.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 NEEDS_LLM = ("04_training", "05_ablations_sensitivity", "06_efficiency")  # notebooks that gpu-paper runs on TOPORAG_LLM
+TRAINS = ("04_training", "05_ablations_sensitivity")  # notebooks whose runs `TOPORAG_PREPROCESS` sends to Dask
+PREPROCESS_ENV = "TOPORAG_PREPROCESS"  # `TrainConfig.preprocess` for every run they train: "dask" or an address
 
 
 def notebook_parameters(profile: str, notebook: str) -> dict[str, Any]:
@@ -78,6 +81,8 @@ def notebook_parameters(profile: str, notebook: str) -> dict[str, Any]:
     if profile == "gpu-paper" and not os.environ.get("TOPORAG_LLM") and notebook in NEEDS_LLM:
         raise ValueError("the gpu-paper profile needs TOPORAG_LLM=<a local Hugging Face causal-LM folder>")
     parameters = dict(PROFILES[profile].get(notebook, {}))
+    if os.environ.get(PREPROCESS_ENV) and notebook in TRAINS:
+        parameters["training"] = merge(parameters.get("training", {}), {"preprocess": os.environ[PREPROCESS_ENV]})
     if notebook == "07_results":  # the summary labels its tables with the profile that produced them
         parameters["profile"] = profile
     return parameters

@@ -103,7 +103,7 @@ def evidence_table(dataset: QADataset, variants: dict[str, dict[str, Any]], enco
         key = (role, repr((config.lift, config.edge_text)))
         if key not in prepared:
             prepared[key] = prepare(data, encoder, progress=False, edge_text=config.edge_text,
-                                    **config.lift.to_dict())
+                                    lift=config.lift)
         return prepared[key]
 
     reports = []

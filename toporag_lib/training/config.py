@@ -15,11 +15,31 @@ from toporag_lib.embed import EDGE_TEXTS, check_batching
 from toporag_lib.generation.factory import ENGINES
 from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.hardware import DTYPE_CHOICES, resolve_llm_dtype
-from toporag_lib.retrieval.config import RetrievalConfig, dataset_retrieval
+from toporag_lib.retrieval.config import LEARNED_METHODS, RetrievalConfig, dataset_retrieval
 from toporag_lib.topology.lifting import LiftConfig
 
 SCHEDULES = ("cosine", "constant")
 SELECTIONS = ("val_loss", "val_score")
+PREPROCESS_PLACES = ("local", "dask")  # or a scheduler address, "tcp://host:8786"
+SCHEDULER_SCHEMES = ("tcp://", "tls://", "ws://", "wss://", "inproc://", "ucx://")
+
+
+def check_preprocess(preprocess: object, method: str, batching: object) -> None:
+    """`TrainConfig.preprocess` names a place (`PREPROCESS_PLACES`) or a Dask scheduler address; the sharded path
+    embeds each shard apart, so it needs vectors that depend on their text alone ("length" or "single" batching),
+    and fits no retriever on the training split (SubgraphRAG, GNN-RAG)."""
+    if not isinstance(preprocess, str) or not (preprocess in PREPROCESS_PLACES
+                                               or preprocess.startswith(SCHEDULER_SCHEMES)):
+        raise ConfigError(f"TrainConfig.preprocess={preprocess!r}: expected one of {list(PREPROCESS_PLACES)} or a "
+                          "Dask scheduler address such as 'tcp://host:8786'")
+    if preprocess == "local":
+        return
+    if method in LEARNED_METHODS:
+        raise ConfigError(f"TrainConfig.preprocess={preprocess!r}: retrieval {method!r} is fitted on the training "
+                          "split, which the shards do not share; preprocess it with preprocess='local'")
+    if batching not in ("length", "single"):
+        raise ConfigError(f"TrainConfig.preprocess={preprocess!r} needs embedding_batching 'length' or 'single' "
+                          f"(vectors that depend on their text alone), not {batching!r}")
 
 
 @dataclass
@@ -59,6 +79,7 @@ class TrainConfig:
     question_suffix: str = ""
     encoder_path: str | None = None  # sentence encoder folder; None: bundled all-MiniLM-L6-v2
     embedding_batching: str | int = "length"  # `embed.TextEncoder`'s batching: "length", "single" or a batch size
+    preprocess: str = "local"  # where examples are made: "local", "dask" (a LocalCluster) or a Dask scheduler address
     model: ModelConfig = field(default_factory=ModelConfig)
     llm_path: str | None = None  # None: bundled SmolLM2-135M-Instruct
     llm_dtype: str = "auto"  # "auto" (saved resolved): bf16 where the device computes it natively, else fp32 on CPUs
@@ -107,6 +128,7 @@ class TrainConfig:
             check_batching(self.embedding_batching, "TrainConfig.embedding_batching")
         except ValueError as err:
             raise ConfigError(str(err)) from None
+        check_preprocess(self.preprocess, self.retrieval.method, self.embedding_batching)
         for name in ("batch_size", "eval_batch_size", "checkpoint_every", "max_txt_len", "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"TrainConfig.{name}={getattr(self, name)!r}: expected a positive int")

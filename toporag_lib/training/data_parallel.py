@@ -1,6 +1,6 @@
 """Data-parallel training over several processes or GPUs with torchrun: no code change, one more command word.
 
-    torchrun --nproc_per_node 2 -m toporag_lib.training.trainer --config configs/explagraphs_toporag.json
+    torchrun --nproc_per_node 2 -m toporag_lib.training --config configs/explagraphs_toporag.json
 
 Every process builds the same examples and model; at each step process r takes items r, r + N, r + 2N, ... of the
 global batch, and the gradients of the per-process token-loss sums are summed across processes. Dividing by the

@@ -48,6 +48,11 @@ LATER_KEYS: dict[tuple[str, ...], Any] = {("model", "virtual_init"): None, ("emb
                                           **{("retrieval", name): value for name, value in LEARNED_RETRIEVAL_KEYS}}
 
 
+# Where the work ran, not what it computed (the sharded path makes the local path's examples, tested): left out of a
+# run's identity, so the same run preprocessed on Dask or locally is one run.
+EXECUTION_KEYS = ("preprocess",)
+
+
 def _later_key_holders(config: dict[str, Any]):
     """(the dict that holds it, its name, its old value) for each of `LATER_KEYS` whose parent is in `config`."""
     for *parents, key in LATER_KEYS:
@@ -67,8 +72,9 @@ def with_later_keys(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def config_digest(config: dict[str, Any]) -> str:
-    """A short hash of a config dict (key order does not matter; `LATER_KEYS` at their old value are left out)."""
-    config = json.loads(json.dumps(config))
+    """A short hash of a config dict (key order does not matter; `LATER_KEYS` at their old value and
+    `EXECUTION_KEYS` are left out)."""
+    config = {k: v for k, v in json.loads(json.dumps(config)).items() if k not in EXECUTION_KEYS}
     for holder, key, old in _later_key_holders(config):
         if key in holder and holder[key] == old:
             del holder[key]

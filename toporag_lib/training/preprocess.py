@@ -1,7 +1,8 @@
 """Preprocessing shared by retrieval, training and the notebooks: embed every text once, lift every distinct graph
 once, retrieve a subcomplex per question.
 
-    prepared = prepare(dataset)                       # embeddings (disk-cached) + one CellComplex per graph
+    prepared = prepare(dataset)                       # embeddings (disk-cached) + one CellComplex per graph, at the
+                                                      # dataset's own edge texts and lifting (or edge_text=, lift=)
     subs = retrieve_all(prepared, method="toporag", k0=3, k1=5, k2=2, c2=1.0)
     fitted = fit_retriever(prepared, "subgraphrag", prepared.dataset.split["train"], top_k=10)  # learned methods
     subs = retrieve_all(prepared, method="subgraphrag", fitted=fitted)
@@ -12,21 +13,24 @@ similarity work done before training, so a training step pays nothing for it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from tqdm.auto import tqdm
 
 from toporag_lib.data.dataset import QADataset
 from toporag_lib.data.graph import QASample
+from toporag_lib.data.registry import dataset_spec
 from toporag_lib.embed import TextEncoder, embed_graphs
 from toporag_lib.retrieval.config import LEARNED_METHODS, RetrievalConfig
 from toporag_lib.retrieval.learned import FittedRetriever, fit
 from toporag_lib.retrieval.methods import Subcomplex, retrieve
 from toporag_lib.retrieval.question import GraphQuestion, graph_question
 from toporag_lib.topology.complex import CellComplex
+from toporag_lib.topology.lifting import LiftConfig
 from toporag_lib.topology.lifting_cache import lift_cached
 from toporag_lib.topology.lifting_many import lift_many
 
@@ -39,7 +43,7 @@ class PreparedDataset:
     complexes: list[CellComplex]
     graph_of: list[int]  # sample index -> index into `complexes`
     queries: torch.Tensor  # [num_samples, dim]
-    lift_options: dict[str, Any]
+    lift: LiftConfig
 
     def complex_of(self, i: int) -> CellComplex:
         return self.complexes[self.graph_of[i]]
@@ -48,26 +52,45 @@ class PreparedDataset:
         return self.dataset[i]
 
 
-def prepare(dataset: QADataset, encoder: TextEncoder | None = None, progress: bool = True,
-            cache_lifts: bool = False, edge_text: str = "relation", **lift_options: Any) -> PreparedDataset:
-    """Embed all node, edge and query texts (cached on disk) and lift each distinct graph with `lift_options`.
+class Encoder(Protocol):
+    """What `prepare` needs of a sentence encoder (`embed.TextEncoder`, or a Dask worker's uncached one)."""
 
-    `edge_text` is what an edge's feature embeds (`embed.embed_graphs`). `cache_lifts` keeps each lifted complex on disk beside the embeddings (`cache.lift_cached`): worth it for slow
-    lifts (a minimum cycle basis, long DFS cycles); a default BFS lift is as fast as reading its file.
+    def encode(self, texts: Sequence[str]) -> torch.Tensor: ...
+
+
+def prepare(dataset: QADataset, encoder: Encoder | None = None, *, edge_text: str | None = None,
+            lift: LiftConfig | None = None, progress: bool = True, cache_lifts: bool = False,
+            timings: dict[str, float] | None = None) -> PreparedDataset:
+    """Embed all node, edge and query texts (eq. 7 and 11) and lift each distinct graph (Algorithm 1): the one
+    preprocessing path, which the trainer runs on its splits, a Dask worker on its shard (`training.sharded`) and
+    the efficiency study stage by stage.
+
+    `edge_text` is what an edge's feature embeds (`embed.embed_graphs`) and `lift` how graphs are lifted; None takes
+    the dataset's own (`data.registry`). `cache_lifts` keeps each lifted complex on disk beside the embeddings
+    (`lifting_cache.lift_cached`): worth it for slow lifts (a minimum cycle basis, long DFS cycles); a default BFS
+    lift is as fast as reading its file. `timings`, when given, gets the seconds of each stage ("embedding_s",
+    "lifting_s").
     """
+    edge_text = dataset_spec(dataset.name).edge_text if edge_text is None else edge_text
+    lift = LiftConfig(**dataset_spec(dataset.name).lift) if lift is None else lift
     encoder = encoder or TextEncoder(progress=progress)
+    timings = {} if timings is None else timings
     representatives, graph_of = dataset.distinct_graphs()
     graphs = [dataset[i].graph for i in representatives]
+    start = time.perf_counter()
     features = embed_graphs(graphs, encoder, edge_text)
+    queries = encoder.encode([s.query for s in dataset])
+    timings["embedding_s"] = time.perf_counter() - start
+    start = time.perf_counter()
     if cache_lifts:
-        complexes = [lift_cached(g, node_emb=nodes, edge_emb=edges, **lift_options)
+        complexes = [lift_cached(g, node_emb=nodes, edge_emb=edges, **lift.to_dict())
                      for g, (nodes, edges) in tqdm(list(zip(graphs, features)), desc=f"lifting {dataset.name}",
                                                    unit="graph", disable=not progress)]
     else:  # all graphs at once (`lift_many`: the same complexes as `lift`, graph by graph)
-        complexes = [cc.with_features(nodes, edges) for cc, (nodes, edges) in zip(lift_many(graphs, **lift_options),
-                                                                                   features)]
-    queries = encoder.encode([s.query for s in dataset])
-    return PreparedDataset(dataset, complexes, graph_of, queries, dict(lift_options))
+        complexes = [cc.with_features(nodes, edges)
+                     for cc, (nodes, edges) in zip(lift_many(graphs, **lift.to_dict()), features)]
+    timings["lifting_s"] = time.perf_counter() - start
+    return PreparedDataset(dataset, complexes, graph_of, queries, lift)
 
 
 def question_of(prepared: PreparedDataset, i: int, targets: bool = False) -> GraphQuestion:

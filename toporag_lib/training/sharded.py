@@ -3,33 +3,38 @@
     from distributed import Client, LocalCluster
     from toporag_lib.training.sharded import preprocess_sharded, iter_examples
 
+    config = TrainConfig(dataset="synthetic_scenes", dataset_options={"num_images": 5000})
     with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, Client(cluster) as client:
-        index = preprocess_sharded("synthetic_scenes", "runs/shards", shard_size=256,
-                                   dataset_options={"num_images": 5000}, client=client)
+        index = preprocess_sharded(config, "runs/shards", shard_size=256, client=client)
     for example in iter_examples("runs/shards"):  # one shard in memory at a time
         ...
 
-The samples are cut into chunks of `shard_size` consecutive indices; each chunk is one Dask task that loads the
-dataset in its worker (once per worker process: the loaders read whole files, and the graphs' text is small next
-to what is made from it), then embeds, lifts and retrieves only its chunk, writes `shard-00000.pt` (one file per
-chunk, atomically) and returns its name and sample count. The driver never holds samples or records, so its
-memory stays flat; so does a worker's: its encoder is loaded once per process and encodes each chunk's texts
-directly, without the embedding cache of `embed.TextEncoder`, whose index lives in memory and would grow with the
-corpus. Vectors then match `preprocess.prepare`'s to float precision, not bit for bit (an encoder's last bits
-depend on which texts share its batches), so a near-tie in retrieval can resolve differently.
+The trainer takes this path when `TrainConfig.preprocess` is "dask" (a `LocalCluster` on this machine) or a
+scheduler address (`--set preprocess=tcp://host:8786`), writing the shards into the run folder.
+
+The samples (the dataset, or the positions `indices` of it) are cut into chunks of `shard_size`; each chunk is one
+Dask task that loads the dataset in its worker (once per worker process: the loaders read whole files, and the
+graphs' text is small next to what is made from it), then runs `preprocess.prepare` and
+`examples.build_examples` on its chunk alone with the config's edge texts, lifting, retrieval and text options,
+writes `shard-00000.pt` (one file per chunk, atomically) and returns its name and sample count. The driver never
+holds samples or records, so its memory stays flat; so does a worker's: its encoder is loaded once per process and
+encodes each chunk's texts directly, without the on-disk cache of `embed.TextEncoder`, whose index lives in memory
+and would grow with the corpus. With "length" or "single" batching a vector depends on its text alone, so the
+examples are the local path's, bit for bit (tested for every dataset); an int batching or a retriever fitted on the
+training split is refused (`config.check_preprocess`).
 
 A shard file holds {"fingerprint", "shard", "records"}, a record per sample: index, id, question, label, family,
 the retrieved `nodes`, `edges`, `cells2` (ids in the graph and its lifted complex), `text` (the subcomplex's text,
 `textualize.textualize_subcomplex`) and `complex` (`ComplexData.to_dict()`); `iter_examples` turns them back into
 `examples.Example`s, the same as `examples.build_examples` makes in memory.
 
-Resuming: `manifest.json` in `out_dir` holds the job's fingerprint (a hash of the dataset's name, options and
-content, shard size, retrieval settings, lifting options and encoder identity) and the finished shards. A rerun
-computes only the shards not recorded there or whose file is gone. A different job in an existing `out_dir`
-raises `ShardConfigError` naming what changed (use a new folder, or delete the old one). `client=None` runs the
-tasks one after the other in this process with Dask's synchronous scheduler; a `distributed.Client` spreads them
-over its workers (a `LocalCluster`, or `Client("tcp://scheduler:8786")` on a cluster, whose workers must see
-`out_dir`, the dataset files and the encoder folder at the same paths).
+Resuming: `manifest.json` in `out_dir` holds the job's fingerprint (a hash of the dataset's name, options, content
+and chosen samples, the shard size, the config's preprocessing settings and the encoder's identity) and the
+finished shards. A rerun computes only the shards not recorded there or whose file is gone. A different job in an
+existing `out_dir` raises `ShardConfigError` naming what changed (use a new folder, or delete the old one).
+`client=None` runs the tasks one after the other in this process with Dask's synchronous scheduler; a
+`distributed.Client` spreads them over its workers (a `LocalCluster`, or `Client("tcp://scheduler:8786")` on a
+cluster, whose workers must see `out_dir`, the dataset files and the encoder folder at the same paths).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ import hashlib
 import json
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,19 +58,21 @@ from toporag_lib import atomic
 from toporag_lib.data import load_dataset
 from toporag_lib.data.dataset import QADataset
 from toporag_lib.data.graph import QASample, graph_key
-from toporag_lib.embed import TextEncoder, embed_graphs
-from toporag_lib.retrieval.config import RetrievalConfig, dataset_retrieval
+from toporag_lib.embed import TextEncoder
 from toporag_lib.topology.batching import ComplexData
 from toporag_lib.topology.lifting import lift
-from toporag_lib.topology.lifting_cache import lifting_options
+from toporag_lib.training.config import TrainConfig, check_preprocess
 from toporag_lib.training.examples import Example, build_examples
-from toporag_lib.training.preprocess import PreparedDataset
+from toporag_lib.training.preprocess import PreparedDataset, prepare
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# The config fields preprocessing reads (the rest, model and optimisation, do not change a shard).
+PREPROCESSING_KEYS = ("dataset", "dataset_options", "edge_text", "lift", "retrieval", "graph_text", "question_suffix",
+                      "encoder_path", "embedding_batching")
 MANIFEST = "manifest.json"
 
 __all__ = ["ShardConfigError", "ShardSampleError", "ShardIndex", "preprocess_sharded", "iter_records",
-           "iter_examples", "shard_name"]
+           "iter_examples", "feature_dim", "shard_name"]
 
 
 class ShardConfigError(ValueError):
@@ -85,6 +92,7 @@ class ShardIndex:
     num_samples: int
     counts: list[int]
     computed: list[int]
+    dim: int  # the encoder's vector width (the cellular encoder's input)
 
     @property
     def paths(self) -> list[Path]:
@@ -95,48 +103,43 @@ class ShardIndex:
 class ShardJob:
     """Everything a worker needs for any shard (small: sent with every task)."""
 
-    dataset: str
-    options_json: str
-    encoder_path: str | None
-    lift_options: dict[str, Any]
-    retrieval: dict[str, Any]
+    config_json: str  # the config's PREPROCESSING_KEYS
+    indices_json: str  # the chosen samples, positions in the loaded dataset ("null": all of them)
     shard_size: int
     out_dir: str
     fingerprint: str
+
+    @property
+    def config(self) -> TrainConfig:
+        return TrainConfig.from_dict(json.loads(self.config_json))
 
 
 def shard_name(shard: int) -> str:
     return f"shard-{shard:05d}.pt"
 
 
-def preprocess_sharded(dataset_name: str, out_dir: str | Path, shard_size: int = 256,
-                       retrieval: dict[str, Any] | None = None, lift_options: dict[str, Any] | None = None,
-                       dataset_options: dict[str, Any] | None = None, encoder_path: str | Path | None = None,
-                       client: Any = None, progress: bool = True) -> ShardIndex:
-    """Write one shard file per `shard_size` samples of `load_dataset(dataset_name, **dataset_options)` into
-    `out_dir`, skipping the shards a previous run of the same job finished (see the module docstring).
-
-    `retrieval` overrides the dataset's `RetrievalConfig`; `lift_options` are `topology.lift`'s;
-    `client` is a `distributed.Client` or None (this process, shard after shard).
-    """
+def preprocess_sharded(config: TrainConfig, out_dir: str | Path, indices: Sequence[int] | None = None,
+                       shard_size: int = 256, client: Any = None, progress: bool = True) -> ShardIndex:
+    """Write one shard file per `shard_size` samples of `config`'s dataset (the samples at `indices`, in that order;
+    None: all) into `out_dir`, skipping the shards a previous run of the same job finished (see the module
+    docstring). `client` is a `distributed.Client`, or None: this process, shard after shard."""
     if shard_size < 1:
         raise ValueError(f"shard_size={shard_size}: expected a positive int")
-    params = dataset_retrieval(dataset_name, **(retrieval or {})).to_dict()
-    options_json = _canonical(dataset_options or {})
-    encoder = None if encoder_path is None else str(encoder_path)
-    survey = _compute([dask.delayed(_survey)(dataset_name, options_json, encoder)], client)[0]
-    config = {"format": FORMAT_VERSION, "dataset": dataset_name, "dataset_options": json.loads(options_json),
-              "shard_size": shard_size, "retrieval": params, "lift_options": lifting_options(**(lift_options or {})),
-              **survey}
+    check_preprocess("dask", config.retrieval.method, config.embedding_batching)
+    settings = json.loads(_canonical({k: v for k, v in config.to_dict().items() if k in PREPROCESSING_KEYS}))
+    indices_json = _canonical(None if indices is None else [int(i) for i in indices])
+    survey = _compute([dask.delayed(_survey)(_canonical(settings), indices_json)], client)[0]
+    manifest_config = {"format": FORMAT_VERSION, **settings, "samples": _digest(indices_json),
+                       "shard_size": shard_size, **survey}
     out = Path(out_dir)
-    manifest = _open_manifest(out, config)
+    manifest = _open_manifest(out, manifest_config)
     atomic.remove_stale_temporaries(out)  # shards whose writes were killed
-    job = ShardJob(dataset_name, options_json, encoder, config["lift_options"], params, shard_size, str(out),
-                   manifest["fingerprint"])
-    todo = [k for k in range(_num_shards(config)) if not _finished(out, manifest, k)]
+    job = ShardJob(_canonical(settings), indices_json, shard_size, str(out), manifest["fingerprint"])
+    todo = [k for k in range(_num_shards(manifest_config)) if not _finished(out, manifest, k)]
     _run(job, todo, manifest, client, progress)
-    return ShardIndex(out, job.fingerprint, config["num_samples"],
-                      [manifest["shards"][shard_name(k)] for k in range(_num_shards(config))], todo)
+    return ShardIndex(out, job.fingerprint, survey["num_samples"],
+                      [manifest["shards"][shard_name(k)] for k in range(_num_shards(manifest_config))], todo,
+                      survey["dim"])
 
 
 def iter_records(out_dir: str | Path) -> Iterator[dict[str, Any]]:
@@ -155,6 +158,11 @@ def iter_records(out_dir: str | Path) -> Iterator[dict[str, Any]]:
         yield from payload["records"]
 
 
+def feature_dim(out_dir: str | Path) -> int:
+    """The encoder's vector width in a job's shards (the cellular encoder's input)."""
+    return _read_manifest(Path(out_dir))["config"]["dim"]
+
+
 def iter_examples(out_dir: str | Path) -> Iterator[Example]:
     """`examples.Example`s rebuilt from a finished job's shards, one shard in memory at a time."""
     for r in iter_records(out_dir):
@@ -166,6 +174,10 @@ def iter_examples(out_dir: str | Path) -> Iterator[Example]:
 
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _num_shards(config: dict[str, Any]) -> int:
@@ -181,7 +193,7 @@ def _read_manifest(out: Path) -> dict[str, Any]:
 
 def _open_manifest(out: Path, config: dict[str, Any]) -> dict[str, Any]:
     """The manifest of this job in `out` (new if there is none); ShardConfigError if `out` holds another job."""
-    fingerprint = hashlib.sha256(_canonical(config).encode()).hexdigest()
+    fingerprint = _digest(_canonical(config))
     if not (out / MANIFEST).exists():
         manifest = {"fingerprint": fingerprint, "config": json.loads(_canonical(config)), "shards": {}}
         atomic.write_text(out / MANIFEST, json.dumps(manifest, indent=1))
@@ -205,7 +217,7 @@ def _run(job: ShardJob, todo: list[int], manifest: dict[str, Any], client: Any, 
     for k in todo:
         manifest["shards"].pop(shard_name(k), None)
     total = _num_shards(manifest["config"])
-    bar = tqdm(total=total, initial=total - len(todo), desc=f"shards ({job.dataset})", unit="shard",
+    bar = tqdm(total=total, initial=total - len(todo), desc=f"shards ({manifest['config']['dataset']})", unit="shard",
                disable=not progress)
     try:
         for name, count in _as_completed([dask.delayed(_process_shard)(job, k) for k in todo], client):
@@ -251,11 +263,11 @@ _ENCODE_LOCK = threading.Lock()  # one chunk at a time through a worker's encode
 class _ChunkEncoder:
     """`TextEncoder`'s model on one chunk's distinct texts, without its disk cache (see the module docstring)."""
 
-    def __init__(self, path: str | None):
+    def __init__(self, path: str | None, batching: str):
         self._scratch = tempfile.TemporaryDirectory(prefix="toporag-encoder-")  # stays empty
-        self.encoder = TextEncoder(path, cache=self._scratch.name, progress=False)
+        self.encoder = TextEncoder(path, batching=batching, cache=self._scratch.name, progress=False)
 
-    def encode(self, texts: list[str]) -> torch.Tensor:
+    def encode(self, texts: Sequence[str]) -> torch.Tensor:
         distinct = list(dict.fromkeys(texts))
         if not distinct:
             return torch.empty(0, self.encoder.dim)
@@ -265,13 +277,19 @@ class _ChunkEncoder:
 
 
 @functools.lru_cache(maxsize=1)
-def _chunk_encoder(path: str | None) -> _ChunkEncoder:
-    return _ChunkEncoder(path)
+def _chunk_encoder(path: str | None, batching: str) -> _ChunkEncoder:
+    return _ChunkEncoder(path, batching)
 
 
 @functools.lru_cache(maxsize=1)
-def _dataset(name: str, options_json: str) -> QADataset:
-    return load_dataset(name, **json.loads(options_json))
+def _dataset(name: str, options_json: str, indices_json: str) -> QADataset:
+    dataset = load_dataset(name, **json.loads(options_json))
+    indices = json.loads(indices_json)
+    return dataset if indices is None else dataset.take(indices)
+
+
+def _job_dataset(config: TrainConfig, indices_json: str) -> QADataset:
+    return _dataset(config.dataset, _canonical(config.dataset_options), indices_json)
 
 
 def _sample_digest(sample: QASample) -> str:
@@ -279,39 +297,40 @@ def _sample_digest(sample: QASample) -> str:
                        graph_key(sample.graph)])
 
 
-def _survey(name: str, options_json: str, encoder_path: str | None) -> dict[str, Any]:
-    """Sample count, content hash of the dataset, and the encoder's identity (run on a worker)."""
-    dataset = _dataset(name, options_json)
+def _survey(config_json: str, indices_json: str) -> dict[str, Any]:
+    """Sample count and content hash of the chosen samples, the encoder's identity and width (run on a worker)."""
+    config = TrainConfig.from_dict(json.loads(config_json))
+    dataset = _job_dataset(config, indices_json)
     digest = hashlib.sha256()
     for sample in dataset:
         digest.update(_sample_digest(sample).encode())
-    return {"num_samples": len(dataset), "dataset_digest": digest.hexdigest(),
-            "encoder": _chunk_encoder(encoder_path).encoder.identity}
+    encoder = _chunk_encoder(config.encoder_path, config.embedding_batching).encoder
+    return {"num_samples": len(dataset), "dataset_digest": digest.hexdigest(), "encoder": encoder.identity,
+            "dim": encoder.dim}
 
 
 @contextmanager
-def _naming(job: ShardJob, shard: int, index: int, stage: str) -> Iterator[None]:
+def _naming(dataset: str, shard: int, index: int, stage: str) -> Iterator[None]:
     """Re-raise any error as a ShardSampleError naming the dataset, shard and sample."""
     try:
         yield
     except Exception as err:
-        raise ShardSampleError(f"dataset {job.dataset!r}, {shard_name(shard)}, sample {index}: {stage} failed: "
+        raise ShardSampleError(f"dataset {dataset!r}, {shard_name(shard)}, sample {index}: {stage} failed: "
                                f"{type(err).__name__}: {err}") from err
 
 
-def _prepare_chunk(job: ShardJob, chunk: QADataset, start: int, shard: int) -> PreparedDataset:
-    """Embed and lift one chunk (each distinct graph once), as `preprocess.prepare` does for a whole dataset."""
-    representatives, graph_of = chunk.distinct_graphs()
-    graphs = [chunk[i].graph for i in representatives]
-    with _ENCODE_LOCK:
-        encoder = _chunk_encoder(job.encoder_path)
-        features = embed_graphs(graphs, encoder)
-        queries = encoder.encode([s.query for s in chunk])
-    complexes = []
-    for i, graph, (nodes, edges) in zip(representatives, graphs, features):
-        with _naming(job, shard, start + i, "lifting"):
-            complexes.append(lift(graph, nodes, edges, **job.lift_options))
-    return PreparedDataset(chunk, complexes, graph_of, queries, dict(job.lift_options))
+def _prepare_chunk(config: TrainConfig, chunk: QADataset, start: int, shard: int) -> PreparedDataset:
+    """`preprocess.prepare` on one chunk; a failure names the first sample whose graph cannot be lifted alone."""
+    try:
+        with _ENCODE_LOCK:
+            return prepare(chunk, _chunk_encoder(config.encoder_path, config.embedding_batching),
+                           edge_text=config.edge_text, lift=config.lift, progress=False)
+    except Exception as err:
+        for i in range(len(chunk)):
+            with _naming(config.dataset, shard, start + i, "lifting"):
+                lift(chunk[i].graph, **config.lift.to_dict())
+        raise ShardSampleError(f"dataset {config.dataset!r}, {shard_name(shard)}: embedding or lifting failed: "
+                               f"{type(err).__name__}: {err}") from err
 
 
 def _record(example: Example, sample: QASample, index: int) -> dict[str, Any]:
@@ -323,14 +342,16 @@ def _record(example: Example, sample: QASample, index: int) -> dict[str, Any]:
 
 def _process_shard(job: ShardJob, shard: int) -> tuple[str, int]:
     """Compute and write one shard; returns its file name and sample count only."""
-    dataset = _dataset(job.dataset, job.options_json)
+    config = job.config
+    dataset = _job_dataset(config, job.indices_json)
     start = shard * job.shard_size
     chunk = dataset.take(range(start, min(start + job.shard_size, len(dataset))))
-    prepared = _prepare_chunk(job, chunk, start, shard)
+    prepared = _prepare_chunk(config, chunk, start, shard)
     records = []
     for i in range(len(chunk)):
-        with _naming(job, shard, start + i, "retrieval"):
-            (example,) = build_examples(prepared, [i], RetrievalConfig(**job.retrieval), progress=False)
+        with _naming(config.dataset, shard, start + i, "retrieval"):
+            (example,) = build_examples(prepared, [i], config.retrieval, config.graph_text, config.question_suffix,
+                                        progress=False)
         records.append(_record(example, chunk[i], start + i))
     payload = {"fingerprint": job.fingerprint, "shard": shard, "records": records}
     atomic.torch_save(payload, Path(job.out_dir) / shard_name(shard))

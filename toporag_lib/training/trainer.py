@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,9 @@ from toporag_lib.seeding import seed_everything
 from toporag_lib.training import data_parallel
 from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.examples import build_examples
-from toporag_lib.training.ledger import with_later_keys, write_predictions
+from toporag_lib.training.ledger import EXECUTION_KEYS, with_later_keys, write_predictions
 from toporag_lib.training.preprocess import fit_retriever, prepare
+from toporag_lib.training.sharded import feature_dim, iter_examples, preprocess_sharded
 
 HISTORY_COLUMNS = ["epoch", "step", "loss", "seconds", "val_loss", "val_score"]
 
@@ -56,21 +58,48 @@ def limited(indices: list[int], limit: int | None, seed: int) -> list[int]:
     return [indices[i] for i in sorted(chosen)]
 
 
-def make_examples(config: TrainConfig, progress: bool = True) -> tuple[dict[str, list[Example]], int]:
-    """Examples per split, and the feature width the encoder takes."""
+def make_examples(config: TrainConfig, progress: bool = True,
+                  shards: str | Path | None = None) -> tuple[dict[str, list[Example]], int]:
+    """Examples per split, and the feature width the encoder takes: made here (`preprocess.prepare`, then
+    `examples.build_examples`), or with `config.preprocess` naming Dask, by `sharded.preprocess_sharded` into the
+    folder `shards` (resumable; the same examples)."""
     dataset = load_dataset(config.dataset, **config.dataset_options)
     splits = {name: limited(dataset.split[name], getattr(config.limits, name), config.seed) for name in dataset.split}
     keep = sorted({i for ids in splits.values() for i in ids})
     position = {old: new for new, old in enumerate(keep)}
+    if config.preprocess != "local":
+        if shards is None:
+            raise ValueError(f"preprocess={config.preprocess!r} writes shards: pass the folder for them")
+        made, dim = sharded_examples(config, keep, Path(shards), progress)
+        return {name: [made[position[i]] for i in ids] for name, ids in splits.items()}, dim
     encoder = TextEncoder(config.encoder_path, batching=config.embedding_batching, progress=progress)
-    prepared = prepare(dataset.take(keep), encoder, progress=progress, edge_text=config.edge_text,
-                       **config.lift.to_dict())
+    prepared = prepare(dataset.take(keep), encoder, progress=progress, edge_text=config.edge_text, lift=config.lift)
     fitted = (fit_retriever(prepared, train_indices=[position[i] for i in splits["train"]], **config.retrieval.kwargs())
               if config.retrieval.method in LEARNED_METHODS else None)  # learned retrievals see training questions only
     examples = {name: build_examples(prepared, [position[i] for i in ids], config.retrieval, config.graph_text,
                                      config.question_suffix, progress=progress, fitted=fitted)
                 for name, ids in splits.items()}
     return examples, prepared.queries.shape[1]
+
+
+def sharded_examples(config: TrainConfig, indices: list[int], folder: Path,
+                     progress: bool) -> tuple[list[Example], int]:
+    """The samples at `indices` preprocessed on Dask into `folder` ("dask": a `LocalCluster` of one single-threaded
+    worker per core; else the scheduler at that address), read back in order; under torchrun process 0 computes
+    and the others wait, then all read."""
+    from distributed import Client, LocalCluster
+
+    if data_parallel.is_main():
+        if config.preprocess == "dask":
+            workers = max(1, len(os.sched_getaffinity(0)))
+            with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as cluster, \
+                    Client(cluster) as client:
+                preprocess_sharded(config, folder, indices, client=client, progress=progress)
+        else:
+            with Client(config.preprocess) as client:
+                preprocess_sharded(config, folder, indices, client=client, progress=progress)
+    data_parallel.barrier()
+    return list(iter_examples(folder)), feature_dim(folder)
 
 
 def batches(examples: list[Example], size: int):
@@ -161,7 +190,8 @@ def check_resumable(saved: dict[str, Any], current: dict[str, Any], folder: Path
     """Refuse to resume a checkpoint made under another config. Only `epochs` may grow, and only under a constant
     rate without warm-up, where the steps already taken had the rate an uninterrupted longer run gives them."""
     saved = TrainConfig.from_dict(with_later_keys(saved)).to_dict()  # keys added since: the value the code then had
-    changed = sorted(key for key in saved.keys() | current.keys() if saved.get(key) != current.get(key))
+    changed = sorted(key for key in saved.keys() | current.keys()
+                     if saved.get(key) != current.get(key) and key not in EXECUTION_KEYS)
     if not changed:
         return
     if changed != ["epochs"]:
@@ -206,7 +236,7 @@ class Trainer:
             atomic.write_text(self.out / "config.json", json.dumps(config.to_dict(), indent=1))
         check_inputs_exist(config)  # before the dataset is embedded, lifted and retrieved
         seed_everything(config.seed)
-        self.examples, in_dim = make_examples(config, self.progress)
+        self.examples, in_dim = make_examples(config, self.progress, self.out / "shards")
         check_enough_examples(self.examples, config)
         self.model = build_model(config.engine, config.model, in_dim, llm_path=config.llm_path,
                                  llm_dtype=config.llm_dtype, device=self.device, seed=config.seed)
