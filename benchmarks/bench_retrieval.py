@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -29,11 +30,12 @@ from torch_geometric.llm.utils.backend_utils import retrieval_via_pcst
 
 from toporag_lib.data.graph import TextualGraph
 from toporag_lib.retrieval import pcst
-from toporag_lib.retrieval.methods import retrieve
+from toporag_lib.retrieval.by_method import retrieve
 from toporag_lib.retrieval.prizes import cell_prizes, rank_prizes, top_k, unit_cosine
 from toporag_lib.retrieval.textualize import textualize_subcomplex
-from toporag_lib.study.efficiency import RETRIEVAL_PARAMS as PARAMS
 from toporag_lib.study.efficiency import (
+    TIMED_GRETRIEVER,
+    TIMED_TOPORAG,
     median_seconds,
     pyg_inputs,
     random_features,
@@ -54,14 +56,14 @@ def median_ms(fn, repeats: int) -> tuple[float, float]:
 
 
 def toporag_instance(cc, q):
-    node_p = rank_prizes(unit_cosine(q, cc.unit_features(0)), PARAMS["k0"])
-    edge_p = rank_prizes(unit_cosine(q, cc.unit_features(1)), PARAMS["k1"])
-    prizes2 = cell_prizes(node_p, edge_p, cc.cell_ptr, cc.cell_nodes, cc.cell_edges, PARAMS["c2"])
-    best = top_k(prizes2, PARAMS["k2"])
+    node_p = rank_prizes(unit_cosine(q, cc.unit_features(0)), TIMED_TOPORAG.k0)
+    edge_p = rank_prizes(unit_cosine(q, cc.unit_features(1)), TIMED_TOPORAG.k1)
+    prizes2 = cell_prizes(node_p, edge_p, cc.cell_ptr, cc.cell_nodes, cc.cell_edges, TIMED_TOPORAG.c2)
+    best = top_k(prizes2, TIMED_TOPORAG.k2)
     cells = best[prizes2[best] > 0]
     ptr = np.concatenate([[0], np.cumsum(cc.cell_lengths()[cells])]).astype(np.int64)
     return pcst.build_instance(cc.num_nodes, np.stack([cc.edge_src, cc.edge_dst]), node_p, edge_p,
-                               PARAMS["cost_e"], cell_ids=cells, cell_prizes=prizes2[cells], cell_vertex_ptr=ptr,
+                               TIMED_TOPORAG.cost_e, cell_ids=cells, cell_prizes=prizes2[cells], cell_vertex_ptr=ptr,
                                cell_vertices=cc.cell_nodes[boundary_positions(cc.cell_ptr, cells)])
 
 
@@ -69,18 +71,18 @@ def bench_graph(graph: TextualGraph, seed: int, queries: int, dim: int) -> list[
     gen = torch.Generator().manual_seed(seed)
     cc = lift(graph, *random_features(graph, dim, gen))
     data, nodes, edges = pyg_inputs(graph, cc)
+    every_cell = replace(TIMED_TOPORAG, cells="all")
+    every_cell_paid = replace(every_cell, cell_cost="boundary")
     rows = []
     for _ in range(queries):
         q = torch.randn(dim, generator=gen)
         instance = toporag_instance(cc, q)
         timings = {
-            "toporag": median_ms(lambda: retrieve(cc, q, "toporag", **PARAMS), 5),
-            "toporag_all": median_ms(lambda: retrieve(cc, q, "toporag", **PARAMS, cells="all"), 5),
-            "toporag_all_boundary": median_ms(lambda: retrieve(cc, q, "toporag", **PARAMS, cells="all",
-                                                               cell_cost="boundary"), 5),
-            "toporag+text": median_ms(lambda: textualize_subcomplex(graph, cc, retrieve(cc, q, "toporag",
-                                                                                          **PARAMS)), 5),
-            "gretriever": median_ms(lambda: retrieve(cc, q, "gretriever", k0=3, k1=3, cost_e=0.5), 5),
+            "toporag": median_ms(lambda: retrieve(cc, q, TIMED_TOPORAG), 5),
+            "toporag_all": median_ms(lambda: retrieve(cc, q, every_cell), 5),
+            "toporag_all_boundary": median_ms(lambda: retrieve(cc, q, every_cell_paid), 5),
+            "toporag+text": median_ms(lambda: textualize_subcomplex(graph, cc, retrieve(cc, q, TIMED_TOPORAG)), 5),
+            "gretriever": median_ms(lambda: retrieve(cc, q, TIMED_GRETRIEVER), 5),
             "pyg": median_ms(lambda: retrieval_via_pcst(data, q, nodes, edges, topk=3, topk_e=3, cost_e=0.5), 3),
             "floor": median_ms(lambda: pcst.run_solver(instance), 5),
             "similarity": median_ms(lambda: (unit_cosine(q, cc.unit_features(0)), unit_cosine(q, cc.unit_features(1))),

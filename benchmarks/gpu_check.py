@@ -31,7 +31,7 @@ from toporag_lib.study.step_costs import (
     step_overrides,
     step_runners,
 )
-from toporag_lib.training.config import PAPER_SETTINGS
+from toporag_lib.training.train_config import PAPER_SETTINGS
 
 LLAMA2_7B = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
              "intermediate_size": 11008, "vocab_size": 32000, "max_position_embeddings": 4096}

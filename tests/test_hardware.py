@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toporag_lib import hardware
-from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.train_config import TrainConfig
 
 
 @pytest.mark.parametrize(("native", "expected"), [(True, "bfloat16"), (False, "float32")])

@@ -13,8 +13,9 @@ from tiny_models import CHATML, HIDDEN, make_tiny_model
 
 from toporag_lib.generation.pyg_gretriever import check_model_config
 from toporag_lib.study.experiments import method_config, run_methods
-from toporag_lib.training.config import TrainConfig
-from toporag_lib.training.trainer import HISTORY_COLUMNS, Trainer
+from toporag_lib.training.history import HISTORY_COLUMNS
+from toporag_lib.training.train_config import TrainConfig
+from toporag_lib.training.trainer import Trainer
 
 
 @pytest.fixture(scope="module")

@@ -1,17 +1,17 @@
-"""Question entities, answer cells and shortest-path labels on fixed samples (`retrieval.entities`)."""
+"""Question entities, answer cells and shortest-path labels on fixed samples (`retrieval.baselines.fitted.entities`)."""
 
 import numpy as np
 import torch
 
 from toporag_lib.data.graph import QASample, TextualGraph
-from toporag_lib.retrieval.dde import directional_distance_encoding
-from toporag_lib.retrieval.entities import (
+from toporag_lib.retrieval.baselines.fitted.dde import directional_distance_encoding
+from toporag_lib.retrieval.baselines.fitted.entities import (
     answer_edges,
     answer_nodes,
     named_nodes,
     question_entities,
 )
-from toporag_lib.retrieval.graph_paths import shortest_path_edges
+from toporag_lib.retrieval.baselines.fitted.graph_paths import shortest_path_edges
 from toporag_lib.topology import lift
 
 SCENE = TextualGraph(

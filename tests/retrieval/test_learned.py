@@ -1,4 +1,4 @@
-"""SubgraphRAG and GNN-RAG, fitted on small graphs whose answer is known (`retrieval.learned`)."""
+"""SubgraphRAG and GNN-RAG, fitted on small graphs whose answer is known (`retrieval.baselines.fitted`)."""
 
 from dataclasses import replace
 
@@ -8,17 +8,22 @@ import torch
 
 from toporag_lib.data.dataset import QADataset
 from toporag_lib.data.graph import QASample, TextualGraph
-from toporag_lib.retrieval import RetrievalConfig, retrieve
-from toporag_lib.retrieval.learned import fit
-from toporag_lib.training.preprocess import (
-    PreparedDataset,
-    fit_retriever,
-    question_of,
-    retrieve_all,
-)
+from toporag_lib.retrieval import RetrievalConfig, make_retriever, retrieve
+from toporag_lib.retrieval.baselines.fitted.fitting import fit
+from toporag_lib.retrieval.baselines.fitted.question import graph_question
+from toporag_lib.retrieval.retriever import ModelFreeRetriever
+from toporag_lib.training.preprocess import PreparedDataset, retrieve_all
 
 DIM = 8
 NAMES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
+
+
+def fit_retriever(prepared: PreparedDataset, config: RetrievalConfig, indices):
+    return make_retriever(config, prepared.questions(indices))
+
+
+def question_of(prepared: PreparedDataset, i: int):
+    return graph_question(*prepared.question(i))
 
 
 def puzzle(seed: int) -> tuple[QASample, torch.Tensor, torch.Tensor]:
@@ -70,10 +75,11 @@ def assert_valid(prepared, i, sub):
 
 
 def test_subgraphrag_retrieves_the_answer_triple_of_unseen_graphs(prepared):
-    fitted = fit_retriever(prepared, "subgraphrag", prepared.dataset.split["train"], top_k=1, fit_epochs=20)
+    config = RetrievalConfig("subgraphrag", top_k=1, fit_epochs=20)
+    fitted = fit_retriever(prepared, config, prepared.dataset.split["train"])
     assert fitted.trained_on == 60
     test = prepared.dataset.split["test"]
-    subs = retrieve_all(prepared, "subgraphrag", test, fitted=fitted, top_k=1, fit_epochs=20)
+    subs = retrieve_all(prepared, fitted, test)
     for i, sub in zip(test, subs):
         assert_valid(prepared, i, sub)
         assert sub.edges.tolist() == [answer_edge(prepared, i)]  # the decoy `owns` edge is not the entity's
@@ -81,9 +87,10 @@ def test_subgraphrag_retrieves_the_answer_triple_of_unseen_graphs(prepared):
 
 
 def test_gnnrag_retrieves_the_path_to_the_answer_node(prepared):
-    fitted = fit_retriever(prepared, "gnnrag", prepared.dataset.split["train"], candidates=1, fit_epochs=20)
+    config = RetrievalConfig("gnnrag", candidates=1, fit_epochs=20)
+    fitted = fit_retriever(prepared, config, prepared.dataset.split["train"])
     test = prepared.dataset.split["test"]
-    for i, sub in zip(test, retrieve_all(prepared, "gnnrag", test, fitted=fitted, candidates=1, fit_epochs=20)):
+    for i, sub in zip(test, retrieve_all(prepared, fitted, test)):
         assert_valid(prepared, i, sub)
         answer = prepared.sample(i).meta["evidence"]["nodes"][0]
         assert answer in sub.nodes
@@ -93,15 +100,16 @@ def test_gnnrag_retrieves_the_path_to_the_answer_node(prepared):
 @pytest.mark.parametrize("method", ["subgraphrag", "gnnrag"])
 def test_fitting_is_deterministic_given_its_seed(prepared, method):
     train = prepared.dataset.split["train"][:8]
-    first, second = (fit_retriever(prepared, method, train, fit_epochs=2) for _ in range(2))
-    other = fit_retriever(prepared, method, train, fit_epochs=2, fit_seed=1)
+    first, second = (fit_retriever(prepared, RetrievalConfig(method, fit_epochs=2), train) for _ in range(2))
+    other = fit_retriever(prepared, RetrievalConfig(method, fit_epochs=2, fit_seed=1), train)
     for (name, a), b, c in zip(first.model.state_dict().items(), second.model.state_dict().values(),
                                other.model.state_dict().values()):
         assert torch.equal(a, b), name
     assert not all(torch.equal(a, c) for a, c in zip(first.model.state_dict().values(),
                                                      other.model.state_dict().values()))
     test = prepared.dataset.split["test"]
-    for a, b in zip(*(retrieve_all(prepared, method, test, fitted=f, fit_epochs=2) for f in (first, second))):
+    config = RetrievalConfig(method, fit_epochs=2)
+    for a, b in zip(*(retrieve_all(prepared, f, test) for f in (first, second))):
         assert np.array_equal(a.nodes, b.nodes) and np.array_equal(a.edges, b.edges)
 
 
@@ -110,9 +118,9 @@ def test_fitting_reads_only_the_training_questions():
     for i in corrupted.dataset.split["val"] + corrupted.dataset.split["test"]:
         corrupted.sample(i).meta["evidence"] = {"nodes": [0], "edges": [0]}
     train = clean.dataset.split["train"]
-    a, b = (fit_retriever(p, "subgraphrag", train, fit_epochs=2) for p in (clean, corrupted))
+    a, b = (fit_retriever(p, RetrievalConfig("subgraphrag", fit_epochs=2), train) for p in (clean, corrupted))
     assert all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()))
-    c = fit_retriever(corrupted, "subgraphrag", train + corrupted.dataset.split["test"], fit_epochs=2)
+    c = fit_retriever(corrupted, RetrievalConfig("subgraphrag", fit_epochs=2), train + corrupted.dataset.split["test"])
     assert not all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), c.model.state_dict().values()))
 
 
@@ -122,27 +130,31 @@ def test_without_any_training_target_the_whole_graph_is_retrieved(method):
     for i in prepared.dataset.split["train"]:  # an ExplaGraphs-like label that names no node, no evidence
         sample = prepared.dataset.samples[i]
         prepared.dataset.samples[i] = replace(sample, label="support", meta={"query": sample.query})
-    fitted = fit_retriever(prepared, method, prepared.dataset.split["train"])
+    fitted = fit_retriever(prepared, RetrievalConfig(method), prepared.dataset.split["train"])
     assert fitted.model is None and fitted.trained_on == 0
-    sub = fitted.retrieve(question_of(prepared, 65))
+    sub = fitted.retrieve(*prepared.question(65))
     cc = prepared.complex_of(65)
     assert sub.nodes.tolist() == list(range(cc.num_nodes)) and sub.edges.tolist() == list(range(cc.num_cells(1)))
 
 
 @pytest.mark.parametrize("method", ["subgraphrag", "gnnrag"])
 def test_plain_retrieve_points_to_the_fitting_function(prepared, method):
-    with pytest.raises(ValueError, match=rf"{method!r} is learned .*fit_retriever\(prepared, {method!r}"):
-        retrieve(prepared.complex_of(0), prepared.queries[0], method)
-    with pytest.raises(ValueError, match="fit it first"):
-        retrieve_all(prepared, method, [0])
+    with pytest.raises(ValueError, match=rf"{method!r} is fitted .*make_retriever\(config, training\)"):
+        retrieve(prepared.complex_of(0), prepared.queries[0], RetrievalConfig(method))
 
 
-def test_a_fitted_retriever_with_other_parameters_is_refused(prepared):
-    fitted = fit_retriever(prepared, "subgraphrag", [0, 1], fit_epochs=1)
-    with pytest.raises(ValueError, match=r"fitted retriever is 'subgraphrag' with .*'top_k': 10.*'top_k': 5"):
-        retrieve_all(prepared, "subgraphrag", [0], fitted=fitted, fit_epochs=1, top_k=5)
-    with pytest.raises(ValueError, match="'toporag' is not learned"):
-        retrieve_all(prepared, "toporag", [0], fitted=fitted)
+def test_a_model_free_retriever_reads_no_training_question_and_a_fitted_one_keeps_its_config(prepared):
+    def never():
+        raise AssertionError("a model-free retriever read a training question")
+        yield
+    retriever = make_retriever(RetrievalConfig("toporag"), never())
+    assert isinstance(retriever, ModelFreeRetriever)
+    assert retrieve_all(prepared, retriever, [0])[0].method == "toporag"
+    config = RetrievalConfig("subgraphrag", fit_epochs=1, top_k=5)
+    fitted = fit_retriever(prepared, config, [0, 1])
+    assert fitted.config == config and retrieve_all(prepared, fitted, [2])[0].params["top_k"] == 5
+    with pytest.raises(TypeError, match="make_retriever takes a RetrievalConfig, not dict"):
+        make_retriever({"method": "toporag"})
 
 
 @pytest.mark.parametrize("params, error, message", [
@@ -150,28 +162,26 @@ def test_a_fitted_retriever_with_other_parameters_is_refused(prepared):
     ({"fit_epochs": 2.5}, ValueError, r"RetrievalConfig.fit_epochs=2.5: expected an int >= 1"),
     ({"fit_lr": 0.0}, ValueError, r"RetrievalConfig.fit_lr=0.0: expected a finite number > 0"),
     ({"dde_rounds": -1}, ValueError, r"RetrievalConfig.dde_rounds=-1: expected an int >= 0"),
-    ({"candidates": 3}, TypeError, r"'subgraphrag' takes \['top_k', 'dde_rounds', 'fit_epochs'"),
 ])
 def test_bad_parameters_are_named(prepared, params, error, message):
     with pytest.raises(error, match=message):
-        fit_retriever(prepared, "subgraphrag", [0], **params)
+        fit_retriever(prepared, RetrievalConfig("subgraphrag", **params), [0])
 
 
 def test_fitting_needs_questions_built_with_their_answers(prepared):
     with pytest.raises(ValueError, match=r"sample 'p0' \(and 1 more\) was built without its answer cells"):
-        fit("gnnrag", [question_of(prepared, 0), question_of(prepared, 1)])
+        fit(RetrievalConfig("gnnrag"), [question_of(prepared, 0), question_of(prepared, 1)])
 
 
 def test_a_question_of_another_feature_size_is_refused(prepared):
-    fitted = fit_retriever(prepared, "gnnrag", [0, 1], fit_epochs=1)
-    question = question_of(prepared, 2)
-    small = question.__class__(question.cc, torch.ones(DIM - 1), question.entities, question.where)
+    fitted = fit_retriever(prepared, RetrievalConfig("gnnrag", fit_epochs=1), [0, 1])
+    sample, cc, _ = prepared.question(2)
     with pytest.raises(ValueError, match=r"sample 'p2': query embedding of shape \(7,\): expected \(8,\)"):
-        fitted.retrieve(small)
+        fitted.retrieve(sample, cc, torch.ones(DIM - 1))
 
 
 def test_config_defaults_are_documented_values():
     config = RetrievalConfig("subgraphrag")
     assert (config.top_k, config.dde_rounds, config.candidates, config.gnn_layers) == (10, 2, 3, 2)
-    assert config.kwargs() == {"method": "subgraphrag", "top_k": 10, "dde_rounds": 2, "fit_epochs": 10,
+    assert config.reads() == {"method": "subgraphrag", "top_k": 10, "dde_rounds": 2, "fit_epochs": 10,
                                "fit_lr": 1e-3, "fit_seed": 0}

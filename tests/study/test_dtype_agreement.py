@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toporag_lib.study.dtype_agreement import agreement
-from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.train_config import TrainConfig
 
 LABELS = ["support", "counter", "support", "counter"]
 

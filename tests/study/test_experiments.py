@@ -29,15 +29,15 @@ def test_every_preset_is_a_valid_config(method):
 
 
 def test_explagraphs_gives_every_graph_method_the_whole_graph_except_kaping_and_learned_retrievals():
-    assert method_config("G-Retriever", "explagraphs").retrieval.kwargs() == {"method": "whole_graph", "k2": 2}
-    assert method_config("TopoRAG", "explagraphs").retrieval.kwargs() == {"method": "whole_graph", "k2": 2}
-    assert method_config("KAPING", "explagraphs").retrieval.kwargs() == {"method": "kaping", "k1": 5}
+    assert method_config("G-Retriever", "explagraphs").retrieval.reads() == {"method": "whole_graph", "k2": 2}
+    assert method_config("TopoRAG", "explagraphs").retrieval.reads() == {"method": "whole_graph", "k2": 2}
+    assert method_config("KAPING", "explagraphs").retrieval.reads() == {"method": "kaping", "k1": 5}
 
 
 def test_retrieval_overrides_apply_after_the_dataset_and_method_defaults():
     config = method_config("TopoRAG", "synthetic_scenes", {"retrieval": {"k2": 0}})
     assert (config.retrieval.method, config.retrieval.k2, config.retrieval.k1) == ("toporag", 0, 8)  # the testbed k1
-    assert method_config("TopoRAG", "explagraphs", {"retrieval": {"method": "shortest_path"}}).retrieval.kwargs() == \
+    assert method_config("TopoRAG", "explagraphs", {"retrieval": {"method": "shortest_path"}}).retrieval.reads() == \
         {"method": "shortest_path", "k0": 3}
 
 

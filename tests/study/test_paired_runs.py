@@ -8,7 +8,7 @@ from toporag_lib.study import paired_runs
 
 
 def _record(name: str, seed: int, right: list[bool]) -> dict:
-    from toporag_lib.training.config import TrainConfig
+    from toporag_lib.training.train_config import TrainConfig
     config = TrainConfig(dataset="synthetic_scenes", seed=seed).to_dict()
     families = ["loop", "loop", "path", "attribute"]
     return {"name": name, "config": config,

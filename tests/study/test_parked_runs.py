@@ -12,8 +12,8 @@ from toporag_lib import atomic
 from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.study import parked_runs
 from toporag_lib.study.experiments import config_digest
-from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import RECORD
+from toporag_lib.training.train_config import TrainConfig
 from toporag_lib.training.trainer import Trainer
 
 

@@ -10,7 +10,7 @@ from toporag_lib.data import load_dataset
 from toporag_lib.data.scene_testbed import ANSWERS
 from toporag_lib.embed import TextEncoder
 from toporag_lib.study import probe
-from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.train_config import TrainConfig
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 
 from toporag_lib.study.profiles import PROFILES, notebook_parameters
 from toporag_lib.study.reproduce import NOTEBOOK_DIR
-from toporag_lib.training.config import PAPER_SETTINGS, TrainConfig
+from toporag_lib.training.train_config import PAPER_SETTINGS, TrainConfig
 
 
 def defined_parameters(name: str) -> set[str]:

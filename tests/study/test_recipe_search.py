@@ -8,7 +8,7 @@ from tiny_models import CHATML, make_tiny_model
 
 from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.study import recipe_search
-from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.train_config import TrainConfig
 from toporag_lib.training.ledger import RECORD, read_predictions
 
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from toporag_lib.study import ledger_tables, report
-from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import read_ledger, record_run
+from toporag_lib.training.train_config import TrainConfig
 
 
 def test_markdown_table_rounds_and_marks_missing_values():

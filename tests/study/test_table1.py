@@ -18,8 +18,8 @@ from toporag_lib.retrieval.subcomplex import Subcomplex
 from toporag_lib.retrieval.textualize import KAPING_HEADER, textualize_subcomplex
 from toporag_lib.study.experiments import COT, COT_BAG, TABLE1_METHODS, method_config
 from toporag_lib.topology import lift
-from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import config_digest
+from toporag_lib.training.train_config import TrainConfig
 
 LLM_ONLY = ["zero-shot", "zero-shot CoT", "CoT-BAG", "prompt tuning", "LoRA (text only)"]
 
@@ -45,7 +45,7 @@ def test_chain_of_thought_prompts_and_the_papers_32_new_tokens():
 
 def test_kaping_ranks_verbalised_triples_and_prepends_them_as_facts():
     config = method_config("KAPING", "explagraphs")
-    assert config.edge_text == "triple" and config.retrieval.kwargs() == {"method": "kaping", "k1": 5}
+    assert config.edge_text == "triple" and config.retrieval.reads() == {"method": "kaping", "k1": 5}
     graph = TextualGraph(["cat", "mat", "dog"], [(0, 1, "sits on"), (2, 0, "chases")])
     cc = lift(graph)
     sub = Subcomplex(torch.tensor([0, 2]), torch.tensor([1]), torch.empty(0, dtype=torch.long), method="kaping")

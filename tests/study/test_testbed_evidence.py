@@ -16,9 +16,15 @@ def test_learned_variants_are_fitted_on_the_given_split_or_left_out(tiny_encoder
     test, train = scenes.take(scenes.split["test"]), scenes.take(scenes.split["train"])
     encoder = TextEncoder(tiny_encoder_path, cache=tmp_path, progress=False)
     fitted_on = []
-    real_fit = testbed.fit_retriever
-    monkeypatch.setattr(testbed, "fit_retriever", lambda prepared, **kw: fitted_on.append(prepared.dataset) or
-                        real_fit(prepared, **kw))
+    real = testbed.make_retriever
+
+    def spy(config, training=()):
+        training = list(training)
+        if training:
+            fitted_on.append(training)
+        return real(config, training)
+
+    monkeypatch.setattr(testbed, "make_retriever", spy)
     table = testbed.evidence_table(test, VARIANTS, encoder, fit_on=train)
     assert set(table.method) == {"TopoRAG", "SubgraphRAG"}
     assert [len(d) for d in fitted_on] == [len(train)]  # fitted once, on the training questions

@@ -102,8 +102,8 @@ def test_wrong_model_folders_are_refused_before_any_preprocessing(tiny_llm, tiny
     ({"lift": {"tree": "bfss"}}, r"tree"),
 ])
 def test_wrong_settings_are_refused_when_the_config_is_made(change, message):
-    from toporag_lib.config import ConfigError
-    from toporag_lib.training.config import TrainConfig
+    from toporag_lib.settings import ConfigError
+    from toporag_lib.training.train_config import TrainConfig
 
     with pytest.raises((ValueError, ConfigError), match=message):
         TrainConfig.from_dict({"dataset": "synthetic_scenes", **change})
@@ -121,7 +121,7 @@ def test_a_config_file_that_is_not_a_json_object_is_named(tmp_path, text):
 
 @pytest.mark.parametrize("damaged", ["config.json", "metrics_test.json"])
 def test_a_run_folders_damaged_json_is_named(tmp_path, damaged):
-    from toporag_lib.training.config import TrainConfig
+    from toporag_lib.training.train_config import TrainConfig
     from toporag_lib.training.ledger import record_run
 
     run_dir = tmp_path / "run"
@@ -136,7 +136,7 @@ def test_a_run_folders_damaged_json_is_named(tmp_path, damaged):
 
 @pytest.fixture(scope="module")
 def history_text(tiny_llm, tiny_encoder_path, tmp_path_factory):
-    from toporag_lib.training.trainer import HISTORY_COLUMNS, read_history
+    from toporag_lib.training.history import HISTORY_COLUMNS, read_history
 
     run_dir = tmp_path_factory.mktemp("run")
     trainer = Trainer(config(tiny_llm, tiny_encoder_path, epochs=1), run_dir, progress=False)
@@ -151,7 +151,7 @@ def history_text(tiny_llm, tiny_encoder_path, tmp_path_factory):
 @pytest.mark.parametrize("damage", ["truncated mid-row", "flipped byte", "nan replaced by text", "other columns",
                                     "step without loss", "empty"])
 def test_a_damaged_history_is_named(history_text, tmp_path, damage):
-    from toporag_lib.training.trainer import read_history
+    from toporag_lib.training.history import read_history
 
     first_step = history_text.splitlines()[1]
     damaged = {"truncated mid-row": history_text[: history_text.index(first_step) + 3],

@@ -24,8 +24,9 @@ from tiny_models import CHATML, make_tiny_model
 
 from toporag_lib import atomic
 from toporag_lib.generation.soft_prompt import ModelConfig
-from toporag_lib.training.config import TrainConfig
-from toporag_lib.training.trainer import read_history, run
+from toporag_lib.training.history import read_history
+from toporag_lib.training.train_config import TrainConfig
+from toporag_lib.training.trainer import run
 
 KILLS = int(os.environ.get("TOPORAG_KILLS", "1"))
 TIMINGS = ("seconds_per_step", "minutes_per_epoch")

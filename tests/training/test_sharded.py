@@ -13,13 +13,13 @@ import torch
 from distributed import Client, LocalCluster
 
 from toporag_lib import atomic
-from toporag_lib.config import ConfigError
 from toporag_lib.data import load_dataset
 from toporag_lib.data.graph import QASample, TextualGraph
 from toporag_lib.embed import TextEncoder
 from toporag_lib.paths import BUNDLED_DATA
+from toporag_lib.retrieval import make_retriever
+from toporag_lib.settings import ConfigError
 from toporag_lib.training import sharded
-from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.examples import build_examples
 from toporag_lib.training.ledger import config_digest
 from toporag_lib.training.preprocess import prepare
@@ -31,6 +31,7 @@ from toporag_lib.training.sharded import (
     iter_records,
     preprocess_sharded,
 )
+from toporag_lib.training.train_config import TrainConfig
 from toporag_lib.training.trainer import make_examples
 
 OPTIONS = {"num_images": 6, "questions_per_image": 3}  # 18 questions, 4 shards of 5 (the last one short)
@@ -80,7 +81,7 @@ def test_shards_hold_what_the_local_path_builds(job, tiny_encoder_path):
     assert all(path.exists() for path in index.paths)
     config = scenes(tiny_encoder_path, limits={"train": None, "val": None, "test": None})
     local = prepare(dataset, TextEncoder(config.encoder_path, progress=False), progress=False)
-    expected = build_examples(local, range(len(dataset)), config.retrieval, progress=False)
+    expected = build_examples(local, range(len(dataset)), make_retriever(config.retrieval), progress=False)
     examples = list(iter_examples(out))
     assert sum(e.complex.num_cells_2 for e in examples) > 0  # 2-cells were retrieved, so they are compared too
     assert_same_examples(examples, expected)

@@ -10,11 +10,11 @@ import torch
 from tiny_models import CHATML, make_tiny_model
 
 from toporag_lib import atomic
-from toporag_lib.config import ConfigError, parse_overrides
 from toporag_lib.generation.inputs import collate
 from toporag_lib.generation.soft_prompt import ModelConfig
+from toporag_lib.settings import ConfigError, parse_overrides
 from toporag_lib.training import trainer as trainer_module
-from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.train_config import TrainConfig
 from toporag_lib.training.trainer import Trainer, run
 
 

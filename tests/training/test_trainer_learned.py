@@ -10,8 +10,9 @@ from tiny_models import CHATML, make_tiny_model
 from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.retrieval.textualize import KAPING_HEADER
 from toporag_lib.training import trainer as trainer_module
-from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import config_digest
+from toporag_lib.training.preprocess import PreparedDataset
+from toporag_lib.training.train_config import TrainConfig
 from toporag_lib.training.trainer import Trainer, run
 
 
@@ -32,18 +33,24 @@ def config(tiny_llm, tiny_encoder_path, retrieval: dict) -> TrainConfig:
 def test_the_retriever_is_fitted_on_the_training_questions_only(tiny_llm, tiny_encoder_path, tmp_path, monkeypatch,
                                                                 method):
     seen = []
-    real = trainer_module.fit_retriever
+    real_fit, real_questions = trainer_module.make_retriever, PreparedDataset.questions
 
-    def spy(prepared, method, train_indices, **params):
-        seen.append((method, list(train_indices), params))
-        return real(prepared, method, train_indices, **params)
+    def questions(prepared, indices):
+        asked.append(list(indices))
+        return real_questions(prepared, indices)
 
-    monkeypatch.setattr(trainer_module, "fit_retriever", spy)
+    def spy(retrieval, training):
+        seen.append(retrieval)
+        return real_fit(retrieval, training)
+
+    asked = []
+    monkeypatch.setattr(PreparedDataset, "questions", questions)
+    monkeypatch.setattr(trainer_module, "make_retriever", spy)
     trainer = Trainer(config(tiny_llm, tiny_encoder_path, {"method": method, "fit_epochs": 2}), tmp_path,
                       progress=False)
-    (fitted_method, indices, params), = seen
+    (retrieval,), (indices,) = seen, asked
     split = {name: {e.index for e in examples} for name, examples in trainer.examples.items()}
-    assert fitted_method == method and params["fit_epochs"] == 2
+    assert retrieval.method == method and retrieval.fit_epochs == 2
     assert set(indices) == split["train"] and len(indices) == 6
     assert not set(indices) & (split["val"] | split["test"])
     start = KAPING_HEADER if method == "subgraphrag" else "node_id,node_attr\n"  # triples as facts, paths as CSV

@@ -17,7 +17,7 @@ from __future__ import annotations
 import pandas as pd
 
 from toporag_lib.data.graph import TextualGraph, textualize
-from toporag_lib.retrieval.methods import Subcomplex
+from toporag_lib.retrieval.by_method import Subcomplex
 from toporag_lib.topology.complex import CellComplex
 
 

@@ -15,7 +15,7 @@ in G-Retriever (virtual nodes for edges whose prize exceeds the edge cost). The 
 its solution is closed under the boundary, so the result is a connected subcomplex (eq. 15).
 
 `config.PAPER_ALGORITHM_3` names the literal reading (every 2-cell, paying for its boundary); the defaults are chosen by
-the evidence-recall measurements of notebook 03 (`toporag_lib.retrieval.config`).
+the evidence-recall measurements of notebook 03 (`toporag_lib.retrieval.retrieval_config`).
 """
 
 from __future__ import annotations
@@ -39,11 +39,6 @@ CELL_RANKS = ("prize", "similarity")
 CELL_COSTS = ("free", "boundary")
 
 
-def edge_index(cc: CellComplex) -> np.ndarray:
-    """[2, E] int64 (source, target) of every edge."""
-    return np.stack([cc.edge_src, cc.edge_dst]).astype(np.int64)
-
-
 def positive_cell_prizes(cc: CellComplex, node_prizes: np.ndarray, edge_prizes: np.ndarray,
                          c2: float) -> tuple[np.ndarray, np.ndarray]:
     """The 2-cells whose eq. 14 prize is positive, ascending, with their prizes. With C2 >= 0 only a 2-cell with a
@@ -57,9 +52,8 @@ def positive_cell_prizes(cc: CellComplex, node_prizes: np.ndarray, edge_prizes: 
     return candidates[positive], prizes[positive]
 
 
-def toporag_retrieval(cc: CellComplex, q_emb, k0: int, k1: int, k2: int, c2: float, cost_e: float,
-                      prizes: str = "rank", cells: str = "top_k", cell_rank: str = "prize",
-                      cell_cost: str = "free") -> Subcomplex:
+def toporag_retrieval(cc: CellComplex, q_emb, k0: int, k1: int, k2: int, c2: float, cost_e: float, prizes: str,
+                      cells: str, cell_rank: str, cell_cost: str) -> Subcomplex:
     """Algorithm 3: X* = argmax over connected X' of the prizes of its cells minus cost(X') (eq. 15), with the
     prizes of eq. 13 (0- and 1-cells) and eq. 14 (2-cells), solved as a PCST; see the module docstring."""
     node_p = rank_prizes(unit_cosine(q_emb, cc.unit_features(0)), k0)
@@ -88,7 +82,7 @@ def toporag_retrieval(cc: CellComplex, q_emb, k0: int, k1: int, k2: int, c2: flo
     else:
         ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         vertices, spoke_costs = members, None
-    sol = pcst.solve(cc.num_nodes, edge_index(cc), node_p, edge_p, cost, cell_ids=chosen, cell_prizes=prizes2,
+    sol = pcst.solve(cc.num_nodes, cc.edge_index(), node_p, edge_p, cost, cell_ids=chosen, cell_prizes=prizes2,
                      cell_vertex_ptr=ptr, cell_vertices=vertices, cell_spoke_costs=spoke_costs)
     nodes = sol.nodes if len(sol.nodes) or len(sol.edges) or len(sol.cells) else top_k(node_p, 1)
     return Subcomplex(nodes, sol.edges, sol.cells)

@@ -24,14 +24,17 @@ import pandas as pd
 import torch
 
 from toporag_lib.data.graph import TextualGraph
-from toporag_lib.retrieval.methods import retrieve
+from toporag_lib.retrieval.by_method import retrieve
+from toporag_lib.retrieval.retrieval_config import RetrievalConfig
 from toporag_lib.topology.complex import CellComplex
 from toporag_lib.topology.lifting import lift
 
 if TYPE_CHECKING:
-    from toporag_lib.training.trainer import TrainConfig
+    from toporag_lib.training.train_config import TrainConfig
 
-RETRIEVAL_PARAMS = {"k0": 3, "k1": 3, "k2": 3, "c2": 1.0, "cost_e": 0.5}  # G-Retriever's and PyG's: k0, k1, cost_e
+# The retrievals timed on random graphs: G-Retriever's and PyG's example's top-k (3 nodes, 3 edges) and edge cost.
+TIMED_TOPORAG = RetrievalConfig("toporag", k0=3, k1=3, k2=3)
+TIMED_GRETRIEVER = RetrievalConfig("gretriever", k0=3, k1=3)
 LIFT, LIFT_INDEX, CYCLE_BASIS = "lift (BFS)", "lift + B1, B2, indices", "networkx.cycle_basis"
 TOPORAG, GRETRIEVER, PYG = "TopoRAG retrieval", "G-Retriever retrieval (ours)", "PyG retrieval_via_pcst"
 MB = 2**20
@@ -147,13 +150,13 @@ def graph_operations(case: ScalingCase) -> dict[str, Callable[[], object]]:
 
 def query_operations(case: ScalingCase, with_pyg: bool) -> dict[str, Callable[[torch.Tensor], object]]:
     """The work per query on a lifted graph: both retrievals, and PyG's when asked."""
-    k0, k1, cost_e = RETRIEVAL_PARAMS["k0"], RETRIEVAL_PARAMS["k1"], RETRIEVAL_PARAMS["cost_e"]
-    ops = {TOPORAG: lambda q: retrieve(case.cc, q, "toporag", **RETRIEVAL_PARAMS),
-           GRETRIEVER: lambda q: retrieve(case.cc, q, "gretriever", k0=k0, k1=k1, cost_e=cost_e)}
+    ops = {TOPORAG: lambda q: retrieve(case.cc, q, TIMED_TOPORAG),
+           GRETRIEVER: lambda q: retrieve(case.cc, q, TIMED_GRETRIEVER)}
     if with_pyg:
         from torch_geometric.llm.utils.backend_utils import retrieval_via_pcst
 
         data, nodes, edges = pyg_inputs(case.graph, case.cc)
+        k0, k1, cost_e = TIMED_GRETRIEVER.k0, TIMED_GRETRIEVER.k1, TIMED_GRETRIEVER.cost_e
         ops[PYG] = lambda q: retrieval_via_pcst(data, q, nodes, edges, topk=k0, topk_e=k1, cost_e=cost_e)
     return ops
 
@@ -243,6 +246,7 @@ def preprocessing_table(methods: Sequence[str], dataset: str, overrides: dict[st
     from toporag_lib.data import load_dataset
     from toporag_lib.embed import TextEncoder
     from toporag_lib.study.experiments import method_config
+    from toporag_lib.retrieval.retriever import make_retriever
     from toporag_lib.training.examples import build_examples
     from toporag_lib.training.preprocess import prepare
     from toporag_lib.training.trainer import limited
@@ -259,7 +263,7 @@ def preprocessing_table(methods: Sequence[str], dataset: str, overrides: dict[st
             loaded = encoder.model  # loaded outside the timing, once
             prepared = prepare(part, encoder, edge_text=config.edge_text, lift=config.lift, progress=False,
                                timings=stages)
-        _, retrieval = _seconds(lambda: build_examples(prepared, range(len(part)), config.retrieval,
+        _, retrieval = _seconds(lambda: build_examples(prepared, range(len(part)), make_retriever(config.retrieval),
                                                        config.graph_text, config.question_suffix, progress=False))
         lifting = stages["lifting_s"] if uses_cells(config) else 0.0
         total = stages["embedding_s"] + lifting + retrieval

@@ -17,13 +17,13 @@ from typing import Any
 import pandas as pd
 
 from toporag_lib import atomic
-from toporag_lib.config import merge
 from toporag_lib.data.registry import dataset_spec
 from toporag_lib.paths import results_dir
-from toporag_lib.retrieval.config import dataset_retrieval
-from toporag_lib.training.config import TrainConfig
+from toporag_lib.retrieval.retrieval_config import dataset_retrieval
+from toporag_lib.settings import merge
 from toporag_lib.training.ledger import config_digest as digest_of
 from toporag_lib.training.ledger import record_run
+from toporag_lib.training.train_config import TrainConfig
 from toporag_lib.training.trainer import run
 
 COT = "\nLet's think step by step."
@@ -58,7 +58,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "G-Retriever (PyG) + LoRA": {"engine": "pyg", "model": {"encoder": "gat", "lora": True},
                                  "retrieval": GRETRIEVER_INPUT},
     "LoRA (text only)": {"model": {"encoder": None, "lora": True}, "retrieval": GRETRIEVER_INPUT},
-    # Adapted to our datasets (retrieval.subgraphrag, retrieval.gnnrag), each retriever fitted on the training split:
+    # Adapted to our datasets (retrieval.baselines.fitted.subgraphrag, retrieval.baselines.fitted.gnnrag), each retriever fitted on the training split:
     # SubgraphRAG's frozen LLM reads its top-K triples, GNN-RAG's LoRA-tuned LLM the shortest paths from the
     # question's entities to its GNN's best answer candidates.
     "SubgraphRAG": {"train": False, "model": {"encoder": None}, "edge_text": "triple",

@@ -16,8 +16,8 @@ from toporag_lib.data.registry import metric_for
 from toporag_lib.study import paired_runs, paper
 from toporag_lib.study.experiments import ABLATIONS
 from toporag_lib.study.testbed import with_cycle_families
-from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import config_digest
+from toporag_lib.training.train_config import TrainConfig
 
 
 def majority_score(dataset: str, predictions: list[dict[str, Any]]) -> float:

@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from toporag_lib.paths import PROJECT_ROOT, cache_dir, results_dir
+from toporag_lib.paths import cache_dir, results_dir
 from toporag_lib.study import parked_runs
 from toporag_lib.study.experiments import (
     ABLATIONS,
@@ -47,8 +47,8 @@ from toporag_lib.study.experiments import (
     run_cached,
     variant_config,
 )
-from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import COMMAND_ENV, RECORD, run_id
+from toporag_lib.training.train_config import TrainConfig
 
 DATASET = "synthetic_scenes"
 SEEDS = (42, 43, 44)

@@ -32,9 +32,9 @@ from toporag_lib.nn import build_encoder
 from toporag_lib.retrieval import retrieve
 from toporag_lib.seeding import one_torch_thread, seed_everything
 from toporag_lib.topology.batching import ComplexData
-from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.paired import mean_difference
 from toporag_lib.training.preprocess import prepare
+from toporag_lib.training.train_config import TrainConfig
 
 VARIANTS = {"cellular": ("cellular", True), "cellular w/o 2-cells": ("cellular", False), "gcn": ("gcn", False),
             "gat": ("gat", False), "gt": ("gt", False)}
@@ -66,7 +66,7 @@ def probe_data(dataset: QADataset, encoder: TextEncoder, config: TrainConfig, so
     for i in range(len(dataset)):
         cc = prepared.complex_of(i)
         if source == "retrieved":
-            sub = retrieve(cc, prepared.queries[i], **config.retrieval.kwargs())
+            sub = retrieve(cc, prepared.queries[i], config.retrieval)
             nodes, edges, cells = sub.nodes, sub.edges, sub.cells2
         else:
             nodes, edges, cells = np.arange(cc.num_cells(0)), np.arange(cc.num_cells(1)), np.arange(cc.num_cells(2))

@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from toporag_lib.config import merge
+from toporag_lib.settings import merge
 from toporag_lib.study.experiments import ABLATIONS, TABLE1_METHODS
-from toporag_lib.training.config import PAPER_SETTINGS
+from toporag_lib.training.train_config import PAPER_SETTINGS
 
 FULL_SPLITS = {"train": None, "val": None, "test": None}
 SEEDS = [42, 43, 44]
@@ -23,7 +23,7 @@ ABLATION_NAMES = list(ABLATIONS)
 
 
 def gpu_training() -> dict[str, Any]:
-    """The paper's training settings (`training.config.PAPER_SETTINGS`) on CUDA with the local LLM and encoder."""
+    """The paper's training settings (`training.train_config.PAPER_SETTINGS`) on CUDA with the local LLM and encoder."""
     return merge(PAPER_SETTINGS, {"device": "cuda", "llm_path": os.environ.get("TOPORAG_LLM"),
                                   "encoder_path": os.environ.get("TOPORAG_ENCODER")})
 

@@ -30,7 +30,7 @@ from toporag_lib.paths import cache_dir, results_dir
 from toporag_lib.study import parked_runs
 from toporag_lib.study.experiments import config_digest, variant_config
 from toporag_lib.study.llm_testbed import claim, selected
-from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.train_config import TrainConfig
 from toporag_lib.training.ledger import COMMAND_ENV, RECORD, read_predictions, record_run, run_id
 from toporag_lib.training.trainer import Trainer
 

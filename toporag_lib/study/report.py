@@ -18,14 +18,14 @@ from typing import Any
 import pandas as pd
 
 from toporag_lib import atomic, hardware
-from toporag_lib.config import merge
+from toporag_lib.settings import merge
 from toporag_lib.study import dtype_agreement, paired_runs, paper
 from toporag_lib.study.experiments import TABLE1_METHODS
 from toporag_lib.study.ledger_tables import (TESTBED_PAIRS, explagraphs_by_cycles, full_split_records,
                                              full_split_table, ledger_table, table1_full_split, table1_paired,
                                              table2_full_split)
-from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import read_ledger
+from toporag_lib.training.train_config import TrainConfig
 
 
 def write_setup(path: str | Path, training: dict[str, Any] | None = None, **parameters: Any) -> dict[str, Any]:
@@ -143,7 +143,7 @@ def results_readme(results: str | Path, profile: str) -> str:
          "so its paper column is a different dataset. `testbed contains` is G-Retriever's `label in prediction` on "
          "the same predictions: it credits an untrained LLM's sentence that names the answer, and also a 'yes no' "
          "hedge (see Testbed · floors), so it is not the primary metric. The bundled 135M LLM on a CPU, one epoch: "
-         "not the paper's 7B setting. SubgraphRAG and GNN-RAG are adapted to these datasets (`retrieval.subgraphrag`, `retrieval.gnnrag`); "
+         "not the paper's 7B setting. SubgraphRAG and GNN-RAG are adapted to these datasets (`retrieval.baselines.fitted.subgraphrag`, `retrieval.baselines.fitted.gnnrag`); "
          "G-Retriever (own code) runs at G-Retriever's released settings._"),
         ("Table 1 · every run in the ledger", table1(results),
          "_Ours: every run in the ledger (`runs/`), one row per method and setting (`config`: a digest of its config "

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from toporag_lib.data.graph import TextualGraph
-from toporag_lib.retrieval.methods import Subcomplex
+from toporag_lib.retrieval.by_method import Subcomplex
 from toporag_lib.retrieval.textualize import textualize_subcomplex
 from toporag_lib.topology.complex import CellComplex
 from toporag_lib.training.preprocess import PreparedDataset

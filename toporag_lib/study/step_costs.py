@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from toporag_lib.generation.llm import LLM
     from toporag_lib.generation.soft_prompt import TopoRAGModel
     from toporag_lib.training.examples import Example
-    from toporag_lib.training.trainer import TrainConfig
+    from toporag_lib.training.train_config import TrainConfig
 
 REFERENCE = "G-Retriever"
 STEP_METHODS = ("G-Retriever", "TopoRAG")

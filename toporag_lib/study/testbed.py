@@ -21,18 +21,18 @@ from toporag_lib.data.dataset import QADataset
 from toporag_lib.data.metrics import exact_match_correct, scenegraphs_correct
 from toporag_lib.data.scene_solvers import SOLVERS
 from toporag_lib.embed import TextEncoder
-from toporag_lib.retrieval.config import LEARNED_METHODS, PAPER_ALGORITHM_3
+from toporag_lib.retrieval.retrieval_config import FITTED_METHODS, PAPER_ALGORITHM_3
+from toporag_lib.retrieval.retriever import make_retriever
 from toporag_lib.study.retrieval_diagnostics import (
     rates_with_intervals,
     retrieval_report,
 )
-from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.preprocess import (
     PreparedDataset,
-    fit_retriever,
     prepare,
     retrieve_all,
 )
+from toporag_lib.training.train_config import TrainConfig
 
 OLD_DEFAULT = {"lift": {"basis": "fundamental", "tree": "bfs", "parallel": "digon"}, "edge_text": "relation",
                "retrieval": {"k1": 5, "cells": "top_k"}}
@@ -109,15 +109,13 @@ def evidence_table(dataset: QADataset, variants: dict[str, dict[str, Any]], enco
     reports = []
     for name, change in variants.items():
         config = TrainConfig.from_dict({"dataset": dataset.name, **change})
-        params = config.retrieval.kwargs()
-        fitted = None
-        if config.retrieval.method in LEARNED_METHODS:
+        training = ()
+        if config.retrieval.method in FITTED_METHODS:
             if fit_on is None:
                 continue
-            train = prepared_for(fit_on, config, "fit")
-            fitted = fit_retriever(train, train_indices=range(len(fit_on)), **params)
+            training = prepared_for(fit_on, config, "fit").questions(range(len(fit_on)))
         target = prepared_for(dataset, config, "evaluate")
-        subs = retrieve_all(target, fitted=fitted, **params)
+        subs = retrieve_all(target, make_retriever(config.retrieval, training))
         reports.append(retrieval_report(target, subs, count_tokens=count_tokens).assign(method=name))
     report = pd.concat(reports, ignore_index=True)
     rates = [r for r in ("evidence_recall", "covers_answer", "loop_2cell_retrieved") if r in report]

@@ -130,6 +130,19 @@ class CellComplex:
         topology = {k: v for k, v in self._memo.items() if not k.startswith("unit")}  # features changed
         return replace(self, z0=node_emb, z1=edge_emb, z2=z2, _memo=topology)
 
+    def edge_index(self) -> np.ndarray:
+        """[2, E] int64 (source, target) of every edge."""
+        return np.stack([self.edge_src, self.edge_dst]).astype(np.int64)
+
+    def skeleton(self) -> sp.csr_array:
+        """The undirected 1-skeleton as an [N, N] 0/1 adjacency matrix (float64, for `scipy.sparse.csgraph`),
+        computed once."""
+        def build() -> sp.csr_array:
+            ones = np.ones(len(self.edge_src))
+            adj = sp.csr_array((ones, (self.edge_src, self.edge_dst)), shape=(self.num_nodes, self.num_nodes))
+            return ((adj + adj.T) > 0).astype(np.float64)
+        return self._cached("skeleton", build)
+
     def unit_features(self, dim: int) -> Tensor:
         """Z0, Z1 or Z2 with rows scaled to unit length (float32), computed once: cosine similarity is a matmul."""
         z = (self.z0, self.z1, self.z2)[_check_dim(dim, (0, 1, 2))]

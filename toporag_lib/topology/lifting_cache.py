@@ -34,21 +34,20 @@ from toporag_lib.topology.complex import CellComplex
 from toporag_lib.topology.lifting import LiftConfig, lift
 
 FORMAT_VERSION = 1
-LIFT_DEFAULTS = LiftConfig().to_dict()
-"""`lift`'s topology options and their defaults (part of every cache key)."""
 _ARRAYS = ("edge_src", "edge_dst", "cell_ptr", "cell_nodes", "cell_edges", "cell_signs", "cell_generator")
 
 _swept: set[Path] = set()  # folders whose leftover temporary files this process has cleared
 
-__all__ = ["FORMAT_VERSION", "LIFT_DEFAULTS", "cache_key", "cache_path", "lift_cached", "lifting_options"]
+__all__ = ["FORMAT_VERSION", "cache_key", "cache_path", "lift_cached", "lifting_options"]
 
 
 def lifting_options(**options: Any) -> dict[str, Any]:
     """`lift`'s topology options with defaults filled in (TypeError for unknown names)."""
-    unknown = set(options) - set(LIFT_DEFAULTS)
+    known = set(LiftConfig.__dataclass_fields__)
+    unknown = set(options) - known
     if unknown:
-        raise TypeError(f"unknown lifting options {sorted(unknown)}; expected some of {sorted(LIFT_DEFAULTS)}")
-    return {**LIFT_DEFAULTS, **options}
+        raise TypeError(f"unknown lifting options {sorted(unknown)}; expected some of {sorted(known)}")
+    return LiftConfig(**options).to_dict()
 
 
 def cache_key(graph: TextualGraph, **options: Any) -> str:

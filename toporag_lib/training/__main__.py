@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 from toporag_lib.atomic import parse_json
-from toporag_lib.config import ConfigError, merge, parse_overrides
 from toporag_lib.paths import results_dir
+from toporag_lib.settings import ConfigError, merge, parse_overrides
 from toporag_lib.training import data_parallel
-from toporag_lib.training.config import TrainConfig
 from toporag_lib.training.ledger import record_run
+from toporag_lib.training.train_config import TrainConfig
 from toporag_lib.training.trainer import run
 
 

@@ -11,30 +11,23 @@ from collections.abc import Sequence
 from tqdm.auto import tqdm
 
 from toporag_lib.generation.inputs import Example
-from toporag_lib.retrieval.config import RetrievalConfig
-from toporag_lib.retrieval.learned import FittedRetriever
-from toporag_lib.retrieval.methods import retrieve
+from toporag_lib.retrieval.retriever import Retriever
 from toporag_lib.retrieval.textualize import textualize_subcomplex
 from toporag_lib.topology.batching import ComplexData
-from toporag_lib.training.preprocess import PreparedDataset, check_fitted, question_of
+from toporag_lib.training.preprocess import PreparedDataset
 
 
-def build_examples(prepared: PreparedDataset, indices: Sequence[int], retrieval: RetrievalConfig,
-                   graph_text: bool = True, question_suffix: str = "", progress: bool = True,
-                   fitted: FittedRetriever | None = None) -> list[Example]:
-    """Retrieve (with `retrieval`; a learned method with `fitted`, `preprocess.fit_retriever`) and package the
-    questions at `indices`.
+def build_examples(prepared: PreparedDataset, indices: Sequence[int], retriever: Retriever,
+                   graph_text: bool = True, question_suffix: str = "", progress: bool = True) -> list[Example]:
+    """Retrieve (with `retriever`, `retrieval.retriever.make_retriever`) and package the questions at `indices`.
 
     `graph_text=False` leaves the text out (GraphToken: the soft prompt alone carries the graph);
     `question_suffix` is appended to the question (zero-shot CoT and CoT-BAG prompts).
     """
-    params = {k: v for k, v in retrieval.kwargs().items() if k != "method"}
-    check_fitted(fitted, retrieval.method, params)
     examples = []
-    for i in tqdm(indices, desc=f"examples ({retrieval.method})", unit="question", disable=not progress):
-        sample, cc = prepared.sample(i), prepared.complex_of(i)
-        sub = (fitted.retrieve(question_of(prepared, i)) if fitted is not None
-               else retrieve(cc, prepared.queries[i], **retrieval.kwargs()))
+    for i in tqdm(indices, desc=f"examples ({retriever.config.method})", unit="question", disable=not progress):
+        sample, cc, query = prepared.question(i)
+        sub = retriever.retrieve(sample, cc, query)
         examples.append(Example(
             index=i,
             complex=ComplexData.from_complex(cc, sub.nodes, sub.edges, sub.cells2),

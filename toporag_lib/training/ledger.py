@@ -36,8 +36,8 @@ def read_predictions(path: str | Path) -> list[dict]:
     return [atomic.parse_json(line, f"{path}, line {number}") for number, line in enumerate(lines, 1) if line.strip()]
 
 
-# The learned retrievals' parameters (`retrieval.learned`), at their defaults: no earlier run read them.
-LEARNED_RETRIEVAL_KEYS = (("top_k", 10), ("dde_rounds", 2), ("candidates", 3), ("gnn_layers", 2), ("fit_epochs", 10),
+# The learned retrievals' parameters (`retrieval.baselines.fitted`), at their defaults: no earlier run read them.
+FITTED_RETRIEVAL_KEYS = (("top_k", 10), ("dde_rounds", 2), ("candidates", 3), ("gnn_layers", 2), ("fit_epochs", 10),
                           ("fit_lr", 1e-3), ("fit_seed", 0))
 
 # Config keys added after runs were recorded, each with the value that does what the code did before the key
@@ -45,7 +45,7 @@ LEARNED_RETRIEVAL_KEYS = (("top_k", 10), ("dde_rounds", 2), ("candidates", 3), (
 # interrupted ones resume; any other value makes a new run.
 # Records without such a key ran with that value.
 LATER_KEYS: dict[tuple[str, ...], Any] = {("model", "virtual_init"): None, ("embedding_batching",): "single",
-                                          **{("retrieval", name): value for name, value in LEARNED_RETRIEVAL_KEYS}}
+                                          **{("retrieval", name): value for name, value in FITTED_RETRIEVAL_KEYS}}
 
 
 # Where the work ran, not what it computed (the sharded path makes the local path's examples, tested): left out of a

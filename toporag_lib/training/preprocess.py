@@ -3,9 +3,9 @@ once, retrieve a subcomplex per question.
 
     prepared = prepare(dataset)                       # embeddings (disk-cached) + one CellComplex per graph, at the
                                                       # dataset's own edge texts and lifting (or edge_text=, lift=)
-    subs = retrieve_all(prepared, method="toporag", k0=3, k1=5, k2=2, c2=1.0)
-    fitted = fit_retriever(prepared, "subgraphrag", prepared.dataset.split["train"], top_k=10)  # learned methods
-    subs = retrieve_all(prepared, method="subgraphrag", fitted=fitted)
+    subs = retrieve_all(prepared, RetrievalConfig("toporag", k0=3, k1=5, k2=2, c2=1.0))
+    learned = RetrievalConfig("subgraphrag", top_k=10)                  # learned methods: fitted on train first
+    subs = retrieve_all(prepared, learned, fitted=fit_retriever(prepared, learned, prepared.dataset.split["train"]))
 
 Questions about the same graph (one image, many questions) share its complex. All of this is topology and
 similarity work done before training, so a training step pays nothing for it.
@@ -14,9 +14,9 @@ similarity work done before training, so a training step pays nothing for it.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import torch
 from tqdm.auto import tqdm
@@ -25,10 +25,8 @@ from toporag_lib.data.dataset import QADataset
 from toporag_lib.data.graph import QASample
 from toporag_lib.data.registry import dataset_spec
 from toporag_lib.embed import TextEncoder, embed_graphs
-from toporag_lib.retrieval.config import LEARNED_METHODS, RetrievalConfig
-from toporag_lib.retrieval.learned import FittedRetriever, fit
-from toporag_lib.retrieval.methods import Subcomplex, retrieve
-from toporag_lib.retrieval.question import GraphQuestion, graph_question
+from toporag_lib.retrieval.retriever import Question, Retriever
+from toporag_lib.retrieval.subcomplex import Subcomplex
 from toporag_lib.topology.complex import CellComplex
 from toporag_lib.topology.lifting import LiftConfig
 from toporag_lib.topology.lifting_cache import lift_cached
@@ -50,6 +48,14 @@ class PreparedDataset:
 
     def sample(self, i: int) -> QASample:
         return self.dataset[i]
+
+    def question(self, i: int) -> Question:
+        """Sample i, its complex and its query embedding: what a retriever reads."""
+        return self.dataset[i], self.complex_of(i), self.queries[i]
+
+    def questions(self, indices: Sequence[int]) -> Iterator[Question]:
+        """`question(i)` for each index, lazily (a model-free retriever reads none of its training questions)."""
+        return (self.question(i) for i in indices)
 
 
 class Encoder(Protocol):
@@ -93,40 +99,10 @@ def prepare(dataset: QADataset, encoder: Encoder | None = None, *, edge_text: st
     return PreparedDataset(dataset, complexes, graph_of, queries, lift)
 
 
-def question_of(prepared: PreparedDataset, i: int, targets: bool = False) -> GraphQuestion:
-    """Sample i as the learned retrievers read it (`targets=True`: with its answer cells, for fitting)."""
-    return graph_question(prepared.sample(i), prepared.complex_of(i), prepared.queries[i], targets)
-
-
-def fit_retriever(prepared: PreparedDataset, method: str, train_indices: Sequence[int],
-                  **params: Any) -> FittedRetriever:
-    """Fit the learned retrieval `method` ("subgraphrag", "gnnrag"; `retrieval.learned`) with `params` on the samples
-    at `train_indices` only: pass the training split, never validation or test."""
-    return fit(method, [question_of(prepared, i, targets=True) for i in train_indices], **params)
-
-
-def check_fitted(fitted: FittedRetriever | None, method: str, params: dict[str, Any]) -> None:
-    """A learned `method` needs a fitted retriever made with the same parameters; another method takes none."""
-    if method not in LEARNED_METHODS:
-        if fitted is not None:
-            raise ValueError(f"retrieval method {method!r} is not learned: it takes no fitted retriever")
-        return
-    if fitted is None:
-        raise ValueError(f"retrieval method {method!r} is learned: fit it first, fit_retriever(prepared, {method!r}, "
-                         "train_indices, ...), and pass the result as `fitted`")
-    wanted = {k: v for k, v in RetrievalConfig(method, **params).kwargs().items() if k != "method"}
-    if fitted.method != method or fitted.params != wanted:
-        raise ValueError(f"the fitted retriever is {fitted.method!r} with {fitted.params}, but {method!r} with "
-                         f"{wanted} was asked for: fit it with these parameters")
-
-
-def retrieve_all(prepared: PreparedDataset, method: str = "toporag", indices: list[int] | None = None,
-                 progress: bool = False, fitted: FittedRetriever | None = None, **params: Any) -> list[Subcomplex]:
-    """One subcomplex per sample (or per index in `indices`), retrieved with `method` and `params`; a learned method
-    retrieves with `fitted` (`fit_retriever`, with the same parameters)."""
+def retrieve_all(prepared: PreparedDataset, retriever: Retriever, indices: Sequence[int] | None = None,
+                 progress: bool = False) -> list[Subcomplex]:
+    """One subcomplex per sample (or per index in `indices`), retrieved by `retriever`
+    (`retrieval.retriever.make_retriever`; a fitted one fitted on `prepared.questions(train_indices)`)."""
     indices = range(len(prepared.dataset)) if indices is None else indices
-    check_fitted(fitted, method, params)
-    bar = tqdm(indices, desc=f"retrieving ({method})", unit="question", disable=not progress)
-    if fitted is not None:
-        return [fitted.retrieve(question_of(prepared, i)) for i in bar]
-    return [retrieve(prepared.complex_of(i), prepared.queries[i], method, **params) for i in bar]
+    bar = tqdm(indices, desc=f"retrieving ({retriever.config.method})", unit="question", disable=not progress)
+    return [retriever.retrieve(*prepared.question(i)) for i in bar]

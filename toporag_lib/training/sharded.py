@@ -59,11 +59,12 @@ from toporag_lib.data import load_dataset
 from toporag_lib.data.dataset import QADataset
 from toporag_lib.data.graph import QASample, graph_key
 from toporag_lib.embed import TextEncoder
+from toporag_lib.retrieval.retriever import ModelFreeRetriever
 from toporag_lib.topology.batching import ComplexData
 from toporag_lib.topology.lifting import lift
-from toporag_lib.training.config import TrainConfig, check_preprocess
 from toporag_lib.training.examples import Example, build_examples
 from toporag_lib.training.preprocess import PreparedDataset, prepare
+from toporag_lib.training.train_config import TrainConfig, check_preprocess
 
 FORMAT_VERSION = 2
 # The config fields preprocessing reads (the rest, model and optimisation, do not change a shard).
@@ -350,8 +351,8 @@ def _process_shard(job: ShardJob, shard: int) -> tuple[str, int]:
     records = []
     for i in range(len(chunk)):
         with _naming(config.dataset, shard, start + i, "retrieval"):
-            (example,) = build_examples(prepared, [i], config.retrieval, config.graph_text, config.question_suffix,
-                                        progress=False)
+            (example,) = build_examples(prepared, [i], ModelFreeRetriever(config.retrieval), config.graph_text,
+                                        config.question_suffix, progress=False)
         records.append(_record(example, chunk[i], start + i))
     payload = {"fingerprint": job.fingerprint, "shard": shard, "records": records}
     atomic.torch_save(payload, Path(job.out_dir) / shard_name(shard))

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import torch
 from tqdm.auto import tqdm
 from transformers import (
@@ -32,23 +31,27 @@ from transformers import (
 )
 
 from toporag_lib import atomic
-from toporag_lib.data.metrics import per_family_accuracy
-from toporag_lib.data.registry import dataset_spec, load_dataset, metric_for
+from toporag_lib.data.registry import load_dataset
 from toporag_lib.embed import TextEncoder, check_encoder_dir
 from toporag_lib.generation.factory import build_model
 from toporag_lib.generation.inputs import Example, collate
 from toporag_lib.generation.llm import check_model_dir
-from toporag_lib.retrieval.config import LEARNED_METHODS
+from toporag_lib.retrieval.retriever import make_retriever
 from toporag_lib.seeding import seed_everything
 from toporag_lib.training import data_parallel
-from toporag_lib.training.config import TrainConfig
+from toporag_lib.training.evaluation import (
+    predict,
+    selection_criterion,
+    split_metrics,
+    validation_loss,
+    validation_score,
+)
 from toporag_lib.training.examples import build_examples
+from toporag_lib.training.history import training_metrics, write_history
 from toporag_lib.training.ledger import EXECUTION_KEYS, with_later_keys, write_predictions
-from toporag_lib.training.preprocess import fit_retriever, prepare
+from toporag_lib.training.preprocess import prepare
 from toporag_lib.training.sharded import feature_dim, iter_examples, preprocess_sharded
-
-HISTORY_COLUMNS = ["epoch", "step", "loss", "seconds", "val_loss", "val_score"]
-
+from toporag_lib.training.train_config import TrainConfig
 
 def limited(indices: list[int], limit: int | None, seed: int) -> list[int]:
     """A seeded random subset of `indices` of size `limit` (all of them when None), in the original order."""
@@ -74,10 +77,10 @@ def make_examples(config: TrainConfig, progress: bool = True,
         return {name: [made[position[i]] for i in ids] for name, ids in splits.items()}, dim
     encoder = TextEncoder(config.encoder_path, batching=config.embedding_batching, progress=progress)
     prepared = prepare(dataset.take(keep), encoder, progress=progress, edge_text=config.edge_text, lift=config.lift)
-    fitted = (fit_retriever(prepared, train_indices=[position[i] for i in splits["train"]], **config.retrieval.kwargs())
-              if config.retrieval.method in LEARNED_METHODS else None)  # learned retrievals see training questions only
-    examples = {name: build_examples(prepared, [position[i] for i in ids], config.retrieval, config.graph_text,
-                                     config.question_suffix, progress=progress, fitted=fitted)
+    # a fitted retrieval is fitted on the training questions only
+    retriever = make_retriever(config.retrieval, prepared.questions([position[i] for i in splits["train"]]))
+    examples = {name: build_examples(prepared, [position[i] for i in ids], retriever, config.graph_text,
+                                     config.question_suffix, progress=progress)
                 for name, ids in splits.items()}
     return examples, prepared.queries.shape[1]
 
@@ -100,11 +103,6 @@ def sharded_examples(config: TrainConfig, indices: list[int], folder: Path,
                 preprocess_sharded(config, folder, indices, client=client, progress=progress)
     data_parallel.barrier()
     return list(iter_examples(folder)), feature_dim(folder)
-
-
-def batches(examples: list[Example], size: int):
-    for start in range(0, len(examples), size):
-        yield collate(examples[start:start + size])
 
 
 def make_optimizer(groups: list[dict], config: TrainConfig, total_steps: int):
@@ -135,55 +133,6 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, global_
 
 def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
     return np.random.default_rng([seed, epoch]).permutation(n).tolist()
-
-
-@torch.no_grad()
-def validation_loss(model: torch.nn.Module, examples: list[Example], config: TrainConfig,
-                    progress: bool = False) -> float:
-    """Mean over questions of each answer's mean token loss (each process takes its share, then they add up)."""
-    model.eval()
-    total, count = 0.0, 0
-    local = data_parallel.local_slice(examples)
-    bar = tqdm(total=len(local), desc="validation loss", unit="question", disable=not progress)
-    for batch in batches(local, config.eval_batch_size):
-        losses = model.loss(batch, config.max_txt_len, reduction="none")
-        total += float(losses.sum())
-        count += len(batch)
-        bar.update(len(batch))
-    bar.close()
-    summed = data_parallel.sum_across(torch.tensor([total, count], dtype=torch.float64))
-    return float(summed[0] / summed[1].clamp(min=1))
-
-
-def validation_score(model: torch.nn.Module, examples: list[Example], config: TrainConfig,
-                     progress: bool = False) -> float:
-    """The dataset's metric on `examples` from greedy answers (each process takes its share, then they add up;
-    every metric is a mean over questions)."""
-    records = predict(model, data_parallel.local_slice(examples), config, progress, desc="validation answers")
-    score = metric_for(config.dataset)([r["pred"] for r in records], [r["label"] for r in records]) \
-        if records else 0.0
-    summed = data_parallel.sum_across(torch.tensor([score * len(records), len(records)], dtype=torch.float64))
-    return float(summed[0] / summed[1].clamp(min=1))
-
-
-def selection_criterion(val_loss: float, val_score: float | None) -> float:
-    """What early stopping minimizes: minus the validation score when there is one, else the validation loss."""
-    return val_loss if val_score is None else -val_score
-
-
-def predict(model: torch.nn.Module, examples: list[Example], config: TrainConfig, progress: bool = True,
-            desc: str = "generating") -> list[dict]:
-    model.eval()
-    records = []
-    bar = tqdm(total=len(examples), desc=desc, unit="question", disable=not progress)
-    for start in range(0, len(examples), config.eval_batch_size):
-        chunk = examples[start:start + config.eval_batch_size]
-        outputs = model.generate(collate(chunk), config.max_txt_len, config.max_new_tokens)
-        records += [{"index": e.index, "question": e.question, "label": e.label, "pred": output, "family": e.family}
-                    for e, output in zip(chunk, outputs)]
-        bar.update(len(chunk))
-    bar.close()
-    return records
 
 
 def check_resumable(saved: dict[str, Any], current: dict[str, Any], folder: Path) -> None:
@@ -354,62 +303,12 @@ class Trainer:
             self.model.load_trainable_state(atomic.torch_load(self.out / "best.pt", weights_only=True))
         records = predict(self.model, self.examples[split], self.config, self.progress)
         write_predictions(self.out / f"predictions_{split}.jsonl", records)
-        preds, labels = [r["pred"] for r in records], [r["label"] for r in records]
-        metric = metric_for(self.config.dataset)
-        metrics = {"dataset": self.config.dataset, "split": split, "n": len(records),
-                   "score": metric(preds, labels) if records else float("nan")}
-        spec = dataset_spec(self.config.dataset)
-        if records and spec.secondary:
-            metrics["secondary"] = {name: score(preds, labels) for name, score in spec.secondary.items()}
-        families = [r["family"] for r in records]
-        if any(families):
-            metrics["per_family"] = per_family_accuracy(preds, labels, families, metric)
-        train_steps = [h for h in self.state["history"] if h["step"] is not None]
-        if train_steps:
-            metrics["seconds_per_step"] = float(np.median([h["seconds"] for h in train_steps]))
-            metrics["minutes_per_epoch"] = metrics["seconds_per_step"] * self.steps_per_epoch / 60
-        metrics["epochs_run"] = self.state["epoch"]
-        metrics.update(selected_epoch_metrics(self.state["history"], self.state.get("best_epoch"),
-                                              self.config.select_by))
-        metrics["validation"] = [{"epoch": h["epoch"] + 1, "val_loss": h["val_loss"], "val_score": h["val_score"]}
-                                 for h in self.state["history"] if h["step"] is None]
+        metrics = {**split_metrics(self.config.dataset, split, records),
+                   **training_metrics(self.state["history"], self.state.get("best_epoch"), self.config.select_by,
+                                      self.state["epoch"], self.steps_per_epoch)}
         atomic.write_text(self.out / f"metrics_{split}.json", json.dumps(metrics, indent=1))
-        atomic.write_text(self.out / "history.csv",
-                          pd.DataFrame(self.state["history"], columns=HISTORY_COLUMNS).to_csv(index=False))
+        write_history(self.out, self.state["history"])
         return metrics
-
-
-def read_history(run_dir: str | Path) -> pd.DataFrame:
-    """A run's `history.csv` (one row per step, then one per epoch's validation), or a DamagedFileError naming the
-    file and what is wrong: other columns, a value that is not a number, a step row without its loss."""
-    path = Path(run_dir) / "history.csv"
-    try:
-        history = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise atomic.DamagedFileError(f"{path} is damaged ({err})") from None
-    if list(history.columns) != HISTORY_COLUMNS:
-        raise atomic.DamagedFileError(f"{path} is damaged: columns {list(history.columns)}, expected {HISTORY_COLUMNS}")
-    for column in HISTORY_COLUMNS:
-        values = pd.to_numeric(history[column], errors="coerce")
-        bad = history[column].notna() & values.isna()
-        if bad.any():
-            row = int(bad.idxmax())
-            raise atomic.DamagedFileError(f"{path} is damaged: row {row + 2}, {column}={history[column][row]!r} is "
-                                          "not a number")
-        history[column] = values
-    steps = history[history.step.notna()]
-    if steps.epoch.isna().any() or steps.loss.isna().any():
-        row = int(steps.index[(steps.epoch.isna() | steps.loss.isna()).argmax()])
-        raise atomic.DamagedFileError(f"{path} is damaged: row {row + 2} is a step without its epoch or loss")
-    return history
-
-
-def selected_epoch_metrics(history: list[dict], best_epoch: int | None, select_by: str) -> dict[str, Any]:
-    """How the evaluated weights were chosen: the criterion, and the validation numbers of the chosen epoch."""
-    chosen = [h for h in history if h["step"] is None and h["epoch"] == best_epoch]
-    return {"selected_by": select_by, "selected_epoch": None if best_epoch is None else best_epoch + 1,
-            "best_val_loss": chosen[0]["val_loss"] if chosen else None,
-            "best_val_score": chosen[0].get("val_score") if chosen else None}
 
 
 def run(config: TrainConfig, out_dir: str | Path, progress: bool = True) -> dict[str, Any]:

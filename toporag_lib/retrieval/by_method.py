@@ -1,7 +1,7 @@
 """Query-relevant subcomplex retrieval (paper section 4.2, Algorithm 3) and its baselines, behind one call.
 
-    sub = retrieve(cc, q_emb, method="toporag", k0=3, k1=5, k2=2, c2=1.0, cost_e=0.5)
-    sub = retrieve(cc, q_emb, **RetrievalConfig(k2=3).kwargs())
+    sub = retrieve(cc, q_emb, RetrievalConfig("toporag", k0=3, k1=5, k2=2, c2=1.0, cost_e=0.5))
+    sub = retrieve(cc, q_emb, dataset_retrieval("synthetic_scenes", k2=3))
 
 Methods:
 - `toporag`: rank prizes k - r for the top-k0 0-cells and top-k1 1-cells (eq. 13); every 2-cell's prize is the sum
@@ -14,34 +14,27 @@ Methods:
 - `khop`: the `hops`-hop neighbourhood of the top-k0 nodes, with every cell whose boundary lies inside it.
 - `kaping`: the top-k1 triples (edges) by similarity and their end nodes, no search (KAPING's retrieval).
 
-- `subgraphrag`, `gnnrag`: learned on a training split, so not run here: `training.preprocess.fit_retriever` fits
-  them (`retrieval.learned`) and its result retrieves.
+- `subgraphrag`, `gnnrag`: fitted on a training split, so not run here: `retriever.make_retriever` fits them
+  (`retrieval.baselines.fitted`) and its result retrieves.
 
-Each method takes only its own parameters (`config.METHOD_PARAMS`; another keyword is a TypeError).
+Each method function takes exactly its own parameters (`config.METHOD_PARAMS`), with no defaults of its own.
 The cell complex must carry features (`lift(graph, node_emb, edge_emb)` or `cc.with_features`).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 
-from toporag_lib.retrieval import baselines
-from toporag_lib.retrieval.config import (
-    LEARNED_METHODS,
-    METHOD_PARAMS,
-    METHODS,
-    RetrievalConfig,
-)
+from toporag_lib.retrieval.baselines import model_free
+from toporag_lib.retrieval.retrieval_config import FITTED_METHODS, RetrievalConfig
 from toporag_lib.retrieval.subcomplex import Subcomplex
 from toporag_lib.retrieval.toporag import toporag_retrieval
 from toporag_lib.topology.complex import CellComplex, closure
 
-RETRIEVERS = {"toporag": toporag_retrieval, "gretriever": baselines.gretriever,
-              "shortest_path": baselines.shortest_path, "whole_graph": baselines.whole_graph, "khop": baselines.khop,
-              "kaping": baselines.kaping}
+RETRIEVERS = {"toporag": toporag_retrieval, "gretriever": model_free.gretriever,
+              "shortest_path": model_free.shortest_path, "whole_graph": model_free.whole_graph,
+              "khop": model_free.khop, "kaping": model_free.kaping}
 
 
 def check_query(q_emb: torch.Tensor | np.ndarray, dim: int) -> None:
@@ -54,22 +47,19 @@ def check_query(q_emb: torch.Tensor | np.ndarray, dim: int) -> None:
         raise ValueError("query embedding has non-finite values (NaN or inf)")
 
 
-def retrieve(cc: CellComplex, q_emb: torch.Tensor | np.ndarray, method: str = "toporag", **params: Any) -> Subcomplex:
-    """Retrieve a subcomplex of `cc` for the query embedding `q_emb` with `method` (see the module docstring);
-    parameters not given take `RetrievalConfig`'s defaults."""
-    if method in LEARNED_METHODS:
-        raise ValueError(f"retrieval method {method!r} is learned from a training split: fit it first with "
-                         f"toporag_lib.training.preprocess.fit_retriever(prepared, {method!r}, train_indices, ...) "
-                         "and retrieve with what it returns (or retrieve_all(..., fitted=...))")
-    if method not in METHODS:
-        raise ValueError(f"unknown retrieval method {method!r}; known: {METHODS}")
-    unknown = set(params) - set(METHOD_PARAMS[method])
-    if unknown:
-        raise TypeError(f"retrieval method {method!r} takes {list(METHOD_PARAMS[method])}, not {sorted(unknown)}")
+def retrieve(cc: CellComplex, q_emb: torch.Tensor | np.ndarray, config: RetrievalConfig) -> Subcomplex:
+    """Retrieve a subcomplex of `cc` for the query embedding `q_emb` with `config`'s method and parameters (see the
+    module docstring)."""
+    if not isinstance(config, RetrievalConfig):
+        raise TypeError(f"retrieve takes a RetrievalConfig, not {type(config).__name__} {config!r}: "
+                        "RetrievalConfig(method, **params), or dataset_retrieval(dataset, **changes)")
+    if config.method in FITTED_METHODS:
+        raise ValueError(f"retrieval method {config.method!r} is fitted on a training split: "
+                         "make_retriever(config, training) (toporag_lib.retrieval.retriever) fits it on the training "
+                         "questions; retrieve with what it returns")
     if cc.z0 is None or cc.z1 is None:
         raise ValueError("the cell complex has no features: lift(graph, node_emb, edge_emb) first")
     check_query(q_emb, cc.z0.shape[1])
-    params = RetrievalConfig(method, **params).kwargs()  # checks every value
-    del params["method"]
-    sub = RETRIEVERS[method](cc, q_emb, **params)
-    return Subcomplex(*closure(cc, sub.nodes, sub.edges, sub.cells2), method=method, params=params)
+    params = config.params()
+    sub = RETRIEVERS[config.method](cc, q_emb, **params)
+    return Subcomplex(*closure(cc, sub.nodes, sub.edges, sub.cells2), method=config.method, params=params)

@@ -5,14 +5,13 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse import csgraph
 
-from toporag_lib.retrieval.baselines import _skeleton
 from toporag_lib.retrieval.subcomplex import empty_ids
 from toporag_lib.topology.complex import CellComplex
 
 
 def hops(cc: CellComplex, sources: np.ndarray) -> np.ndarray:
     """[len(sources), num_nodes] hop distances in the undirected graph (inf where unreachable)."""
-    return csgraph.shortest_path(_skeleton(cc), unweighted=True, indices=np.asarray(sources, dtype=np.int64))
+    return csgraph.shortest_path(cc.skeleton(), unweighted=True, indices=np.asarray(sources, dtype=np.int64))
 
 
 def shortest_path_edges(cc: CellComplex, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:

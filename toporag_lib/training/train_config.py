@@ -1,5 +1,5 @@
 """Everything a run depends on, in one dataclass with its defaults written once (`TrainConfig`), saved beside
-its outputs. `TrainConfig.from_dict` refuses unknown keys and wrong types at every depth (`toporag_lib.config`);
+its outputs. `TrainConfig.from_dict` refuses unknown keys and wrong types at every depth (`toporag_lib.settings`);
 a partial `retrieval` or `lift` is merged over the dataset's own (`data.registry`; `--set retrieval.k2=0` changes
 k2 alone).
 """
@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from toporag_lib.config import ConfigError, from_dict
 from toporag_lib.data.registry import dataset_spec
 from toporag_lib.embed import EDGE_TEXTS, check_batching
 from toporag_lib.generation.factory import ENGINES
 from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.hardware import DTYPE_CHOICES, resolve_llm_dtype
-from toporag_lib.retrieval.config import LEARNED_METHODS, RetrievalConfig, dataset_retrieval
+from toporag_lib.retrieval.retrieval_config import FITTED_METHODS, RetrievalConfig, dataset_retrieval
+from toporag_lib.settings import ConfigError, from_dict
 from toporag_lib.topology.lifting import LiftConfig
 
 SCHEDULES = ("cosine", "constant")
@@ -34,7 +34,7 @@ def check_preprocess(preprocess: object, method: str, batching: object) -> None:
                           "Dask scheduler address such as 'tcp://host:8786'")
     if preprocess == "local":
         return
-    if method in LEARNED_METHODS:
+    if method in FITTED_METHODS:
         raise ConfigError(f"TrainConfig.preprocess={preprocess!r}: retrieval {method!r} is fitted on the training "
                           "split, which the shards do not share; preprocess it with preprocess='local'")
     if batching not in ("length", "single"):

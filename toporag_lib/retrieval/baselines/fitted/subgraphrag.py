@@ -15,10 +15,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from toporag_lib.retrieval.config import RetrievalConfig
-from toporag_lib.retrieval.dde import dde_width, directional_distance_encoding
+from toporag_lib.retrieval.baselines.fitted.dde import dde_width, directional_distance_encoding
+from toporag_lib.retrieval.baselines.fitted.question import GraphQuestion
 from toporag_lib.retrieval.prizes import top_k
-from toporag_lib.retrieval.question import GraphQuestion
+from toporag_lib.retrieval.retrieval_config import RetrievalConfig
 from toporag_lib.retrieval.subcomplex import Subcomplex, empty_ids
 
 HIDDEN = 128

@@ -5,7 +5,6 @@ neighbourhoods and KAPING's top triples. Each returns the cells it picks; `retri
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from toporag_lib.retrieval import pcst
@@ -16,7 +15,6 @@ from toporag_lib.retrieval.prizes import (
     unit_cosine,
 )
 from toporag_lib.retrieval.subcomplex import Subcomplex, empty_ids
-from toporag_lib.retrieval.toporag import edge_index
 from toporag_lib.topology.complex import CellComplex
 
 
@@ -25,15 +23,8 @@ def gretriever(cc: CellComplex, q_emb, k0: int, k1: int, cost_e: float) -> Subco
         return Subcomplex(np.arange(cc.num_nodes), empty_ids(), empty_ids())
     node_p = rank_prizes(unit_cosine(q_emb, cc.unit_features(0)), k0)
     edge_p, cost = gretriever_edge_prizes(unit_cosine(q_emb, cc.unit_features(1)), k1, cost_e)
-    sol = pcst.solve(cc.num_nodes, edge_index(cc), node_p, edge_p, cost)
+    sol = pcst.solve(cc.num_nodes, cc.edge_index(), node_p, edge_p, cost)
     return Subcomplex(sol.nodes, sol.edges, empty_ids())
-
-
-def _skeleton(cc: CellComplex) -> sp.csr_array:
-    n = cc.num_nodes
-    ones = np.ones(len(cc.edge_src))
-    adj = sp.csr_array((ones, (cc.edge_src, cc.edge_dst)), shape=(n, n))
-    return ((adj + adj.T) > 0).astype(np.float64)
 
 
 def _first_edge_of_pair(cc: CellComplex) -> dict[tuple[int, int], int]:
@@ -46,7 +37,7 @@ def shortest_path(cc: CellComplex, q_emb, k0: int) -> Subcomplex:
     seeds = top_k(unit_cosine(q_emb, cc.unit_features(0)), k0)
     if len(seeds) < 2 or cc.num_cells(1) == 0:
         return Subcomplex(seeds, empty_ids(), empty_ids())
-    _, pred = csgraph.shortest_path(_skeleton(cc), unweighted=True, indices=seeds, return_predecessors=True)
+    _, pred = csgraph.shortest_path(cc.skeleton(), unweighted=True, indices=seeds, return_predecessors=True)
     pair_edge = _first_edge_of_pair(cc)
     edges = []
     for i, source in enumerate(seeds):
@@ -67,7 +58,7 @@ def whole_graph(cc: CellComplex, q_emb, k2: int) -> Subcomplex:
 
 def khop(cc: CellComplex, q_emb, k0: int, hops: int) -> Subcomplex:
     seeds = top_k(unit_cosine(q_emb, cc.unit_features(0)), k0)
-    dist = csgraph.dijkstra(_skeleton(cc), unweighted=True, indices=seeds, limit=hops) if len(seeds) \
+    dist = csgraph.dijkstra(cc.skeleton(), unweighted=True, indices=seeds, limit=hops) if len(seeds) \
         else np.full((1, cc.num_nodes), np.inf)
     inside = np.isfinite(dist).any(axis=0)
     edges = np.flatnonzero(inside[cc.edge_src] & inside[cc.edge_dst])

@@ -1,7 +1,8 @@
 """Retrieval settings, written once: the method and its parameters, with the defaults of the scene-graph datasets.
 
-Each dataset's own defaults are overrides of these (`toporag_lib.data.registry`); `RetrievalConfig.kwargs()` gives
-the keyword arguments of `retrieve` for its method, the parameters the method does not read left out.
+Each dataset's own defaults are overrides of these (`toporag_lib.data.registry`), merged in one place
+(`dataset_retrieval`); `retrieve(cc, query, config)` takes the object, and `RetrievalConfig.params()` gives the
+parameters its method reads (what a method function is called with; they carry no defaults of their own).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ METHOD_PARAMS: dict[str, tuple[str, ...]] = {
     "gnnrag": ("candidates", "gnn_layers", "fit_epochs", "fit_lr", "fit_seed"),
 }
 PAPER_ALGORITHM_3 = {"cells": "all", "cell_cost": "boundary"}  # its literal reading: every 2-cell, paying its edges
-LEARNED_METHODS = ("subgraphrag", "gnnrag")  # fitted on the training split first (`retrieval.learned`)
-METHODS = tuple(m for m in METHOD_PARAMS if m not in LEARNED_METHODS)  # what `retrieve` runs on a complex alone
+FITTED_METHODS = ("subgraphrag", "gnnrag")  # fitted on the training split first (`retrieval.baselines.fitted`)
+METHODS = tuple(m for m in METHOD_PARAMS if m not in FITTED_METHODS)  # what `retrieve` runs on a complex alone
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class RetrievalConfig:
     k0, k1: top-k 0- and 1-cells that get rank prizes (eq. 13); k2: top-k 2-cells (Algorithm 3); c2: the cost per
     boundary edge in a 2-cell's prize (eq. 14); cost_e: G-Retriever's edge cost; hops: the k-hop baseline's radius.
     prizes, cells, cell_rank, cell_cost: TopoRAG's construction choices (`retrieval.toporag`).
-    The learned retrievals (`retrieval.learned`): top_k, SubgraphRAG's number of triples (its paper takes 100 on
+    The learned retrievals (`retrieval.baselines.fitted`): top_k, SubgraphRAG's number of triples (its paper takes 100 on
     WebQSP; 10 here, for scene graphs of tens of edges), dde_rounds, its forward and backward rounds of directional
     distance encoding (2, as SubgraphRAG); candidates, GNN-RAG's answer candidates (3), gnn_layers, its GNN's depth
     (2: the testbed's answers lie within two hops of the question's objects); fit_epochs, fit_lr, fit_seed: how
@@ -85,9 +86,13 @@ class RetrievalConfig:
         if isinstance(lr, bool) or not isinstance(lr, (int, float, np.number)) or not math.isfinite(lr) or lr <= 0:
             raise ValueError(f"RetrievalConfig.fit_lr={lr!r}: expected a finite number > 0")
 
-    def kwargs(self) -> dict[str, Any]:
-        """`retrieve`'s keyword arguments: the method and the parameters it reads."""
-        return {"method": self.method, **{name: getattr(self, name) for name in METHOD_PARAMS[self.method]}}
+    def params(self) -> dict[str, Any]:
+        """The parameters the method reads (`METHOD_PARAMS`), by name."""
+        return {name: getattr(self, name) for name in METHOD_PARAMS[self.method]}
+
+    def reads(self) -> dict[str, Any]:
+        """The method and the parameters it reads: what makes two configs retrieve alike."""
+        return {"method": self.method, **self.params()}
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from toporag_lib.data.graph import QASample
-from toporag_lib.retrieval.entities import answer_edges, answer_nodes, question_entities
+from toporag_lib.retrieval.baselines.fitted.entities import answer_edges, answer_nodes, question_entities
 from toporag_lib.topology.complex import CellComplex
 
 

@@ -18,10 +18,10 @@ import torch
 from torch import nn
 from torch_geometric.nn import GINEConv
 
-from toporag_lib.retrieval.config import RetrievalConfig
-from toporag_lib.retrieval.graph_paths import shortest_path_edges
+from toporag_lib.retrieval.baselines.fitted.graph_paths import shortest_path_edges
+from toporag_lib.retrieval.baselines.fitted.question import GraphQuestion
 from toporag_lib.retrieval.prizes import top_k
-from toporag_lib.retrieval.question import GraphQuestion
+from toporag_lib.retrieval.retrieval_config import RetrievalConfig
 from toporag_lib.retrieval.subcomplex import Subcomplex, empty_ids
 
 HIDDEN = 64

@@ -29,7 +29,7 @@ import re
 import numpy as np
 
 from toporag_lib.data.graph import QASample, TextualGraph
-from toporag_lib.retrieval.graph_paths import shortest_path_edges
+from toporag_lib.retrieval.baselines.fitted.graph_paths import shortest_path_edges
 from toporag_lib.topology.complex import CellComplex
 
 _OTHER = re.compile(r"[^0-9a-z]+")

@@ -1,10 +1,10 @@
-"""Retrievals that learn from the training split: SubgraphRAG's triple scorer (`subgraphrag`) and GNN-RAG's
-candidate GNN (`gnnrag`). Fit once on the training questions, then retrieve for any question:
+"""Retrievals fitted on the training split: SubgraphRAG's triple scorer (`subgraphrag`) and GNN-RAG's candidate GNN
+(`gnnrag`). Fit once on the training questions, then retrieve for any question:
 
-    fitted = fit("subgraphrag", [graph_question(s, cc, q, targets=True) for ... in train], top_k=10)
-    sub = fitted.retrieve(graph_question(sample, cc, q_emb))
+    fitted = fit(RetrievalConfig("subgraphrag", top_k=10), [graph_question(s, cc, q, targets=True) for ... in train])
+    sub = fitted.retrieve(sample, cc, q_emb)
 
-(`training.preprocess.fit_retriever` does this on a prepared dataset.) Fitting: Adam at `fit_lr`, `fit_epochs`
+(`retrieval.retriever.make_retriever` does this for any method.) Fitting: Adam at `fit_lr`, `fit_epochs`
 passes over the training questions that have a target (`entities`), one question per step, in a seeded order;
 the weights start from `fit_seed`, inside a forked torch random state, so fitting is deterministic and leaves the
 caller's random stream alone. Fitting and retrieval run on one torch thread: their tensors have tens of rows, and
@@ -24,14 +24,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from toporag_lib.retrieval.config import LEARNED_METHODS, METHOD_PARAMS, RetrievalConfig
-from toporag_lib.retrieval.gnnrag import CandidateGNN
-from toporag_lib.retrieval.methods import check_query
-from toporag_lib.retrieval.question import GraphQuestion
+from toporag_lib.data.graph import QASample
+from toporag_lib.retrieval.baselines.fitted.gnnrag import CandidateGNN
+from toporag_lib.retrieval.baselines.fitted.question import GraphQuestion, graph_question
+from toporag_lib.retrieval.baselines.fitted.subgraphrag import TripleScorer
+from toporag_lib.retrieval.by_method import check_query
+from toporag_lib.retrieval.retrieval_config import FITTED_METHODS, RetrievalConfig
 from toporag_lib.retrieval.subcomplex import Subcomplex, empty_ids
-from toporag_lib.retrieval.subgraphrag import TripleScorer
 from toporag_lib.seeding import one_torch_thread
-from toporag_lib.topology.complex import closure
+from toporag_lib.topology.complex import CellComplex, closure
 
 MODELS: dict[str, type[TripleScorer] | type[CandidateGNN]] = {"subgraphrag": TripleScorer, "gnnrag": CandidateGNN}
 
@@ -50,11 +51,11 @@ class FittedRetriever:
 
     @property
     def params(self) -> dict[str, Any]:
-        return {k: v for k, v in self.config.kwargs().items() if k != "method"}
+        return self.config.params()
 
-    def retrieve(self, question: GraphQuestion) -> Subcomplex:
+    def retrieve(self, sample: QASample, cc: CellComplex, query: torch.Tensor) -> Subcomplex:
         """The question's subcomplex, closed under the boundary (see `subgraphrag`, `gnnrag`)."""
-        cc = question.cc
+        question = graph_question(sample, cc, query)
         if self.model is None or cc.num_cells(1) == 0:
             nodes, edges = np.arange(cc.num_nodes), np.arange(cc.num_cells(1))
         else:
@@ -80,15 +81,12 @@ def _check_question(question: GraphQuestion, dim: int) -> None:
                          f"0..{question.cc.num_nodes - 1}")
 
 
-def fit(method: str, questions: Sequence[GraphQuestion], **params: Any) -> FittedRetriever:
-    """Fit `method` ("subgraphrag" or "gnnrag") with `params` (`RetrievalConfig`'s, defaults for the rest) on the
-    training `questions` (built with targets); see the module docstring."""
-    if method not in LEARNED_METHODS:
-        raise ValueError(f"{method!r} is not a learned retrieval method; learned: {list(LEARNED_METHODS)}")
-    unknown = set(params) - set(METHOD_PARAMS[method])
-    if unknown:
-        raise TypeError(f"retrieval method {method!r} takes {list(METHOD_PARAMS[method])}, not {sorted(unknown)}")
-    config = RetrievalConfig(method, **params)
+def fit(config: RetrievalConfig, questions: Sequence[GraphQuestion]) -> FittedRetriever:
+    """Fit `config`'s method ("subgraphrag" or "gnnrag") with its parameters on the training `questions` (built
+    with targets); see the module docstring."""
+    method = config.method
+    if method not in FITTED_METHODS:
+        raise ValueError(f"{method!r} is not a learned retrieval method; learned: {list(FITTED_METHODS)}")
     untargeted = [q.where for q in questions if q.answer_nodes is None or q.answer_edges is None]
     if untargeted:
         raise ValueError(f"{untargeted[0]} (and {len(untargeted) - 1} more) was built without its answer cells: "

@@ -1,0 +1,85 @@
+"""Answers and scores: greedy generation, the validation loss and score that select an epoch, and a split's metrics
+(the dataset's metric, its secondary metrics and accuracy per question family)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from toporag_lib.data.metrics import per_family_accuracy
+from toporag_lib.data.registry import dataset_spec, metric_for
+from toporag_lib.generation.inputs import Example, collate
+from toporag_lib.training import data_parallel
+from toporag_lib.training.train_config import TrainConfig
+
+
+def batches(examples: list[Example], size: int):
+    for start in range(0, len(examples), size):
+        yield collate(examples[start:start + size])
+
+
+@torch.no_grad()
+def validation_loss(model: torch.nn.Module, examples: list[Example], config: TrainConfig,
+                    progress: bool = False) -> float:
+    """Mean over questions of each answer's mean token loss (each process takes its share, then they add up)."""
+    model.eval()
+    total, count = 0.0, 0
+    local = data_parallel.local_slice(examples)
+    bar = tqdm(total=len(local), desc="validation loss", unit="question", disable=not progress)
+    for batch in batches(local, config.eval_batch_size):
+        losses = model.loss(batch, config.max_txt_len, reduction="none")
+        total += float(losses.sum())
+        count += len(batch)
+        bar.update(len(batch))
+    bar.close()
+    summed = data_parallel.sum_across(torch.tensor([total, count], dtype=torch.float64))
+    return float(summed[0] / summed[1].clamp(min=1))
+
+
+def validation_score(model: torch.nn.Module, examples: list[Example], config: TrainConfig,
+                     progress: bool = False) -> float:
+    """The dataset's metric on `examples` from greedy answers (each process takes its share, then they add up;
+    every metric is a mean over questions)."""
+    records = predict(model, data_parallel.local_slice(examples), config, progress, desc="validation answers")
+    score = metric_for(config.dataset)([r["pred"] for r in records], [r["label"] for r in records]) \
+        if records else 0.0
+    summed = data_parallel.sum_across(torch.tensor([score * len(records), len(records)], dtype=torch.float64))
+    return float(summed[0] / summed[1].clamp(min=1))
+
+
+def selection_criterion(val_loss: float, val_score: float | None) -> float:
+    """What early stopping minimizes: minus the validation score when there is one, else the validation loss."""
+    return val_loss if val_score is None else -val_score
+
+
+def predict(model: torch.nn.Module, examples: list[Example], config: TrainConfig, progress: bool = True,
+            desc: str = "generating") -> list[dict]:
+    model.eval()
+    records = []
+    bar = tqdm(total=len(examples), desc=desc, unit="question", disable=not progress)
+    for start in range(0, len(examples), config.eval_batch_size):
+        chunk = examples[start:start + config.eval_batch_size]
+        outputs = model.generate(collate(chunk), config.max_txt_len, config.max_new_tokens)
+        records += [{"index": e.index, "question": e.question, "label": e.label, "pred": output, "family": e.family}
+                    for e, output in zip(chunk, outputs)]
+        bar.update(len(chunk))
+    bar.close()
+    return records
+
+
+def split_metrics(dataset: str, split: str, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """A split's metrics from its prediction records: n, the dataset's score, its secondary metrics and, where
+    questions have families, accuracy per family."""
+    preds, labels = [r["pred"] for r in records], [r["label"] for r in records]
+    metric = metric_for(dataset)
+    metrics = {"dataset": dataset, "split": split, "n": len(records),
+               "score": metric(preds, labels) if records else float("nan")}
+    spec = dataset_spec(dataset)
+    if records and spec.secondary:
+        metrics["secondary"] = {name: score(preds, labels) for name, score in spec.secondary.items()}
+    families = [r["family"] for r in records]
+    if any(families):
+        metrics["per_family"] = per_family_accuracy(preds, labels, families, metric)
+    return metrics
