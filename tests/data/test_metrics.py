@@ -23,7 +23,7 @@ from toporag_lib.data.metrics import (
     webqsp_metrics,
 )
 from toporag_lib.data.registry import correct_for, metric_for
-from toporag_lib.training.ledger import read_predictions, write_predictions
+from toporag_lib.training.run_files import read_predictions, write_predictions
 
 # -- G-Retriever, as written in its repository --------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from toporag_lib.paths import PROJECT_ROOT
-from toporag_lib.study import reproduce, testbed
+from toporag_lib.study import reproduce, floors_and_evidence
 
 NOTEBOOKS = PROJECT_ROOT / "notebooks"
 
@@ -96,7 +96,7 @@ def test_03_retrieval_writes_table6_and_coverage(tmp_path, isolated_cache, tiny_
     assert (results / "03_retrieval_examples.png").stat().st_size > 10_000
     evidence = pd.read_csv(results / "03_evidence_recall.csv")
     assert {"method", "family", "evidence_recall", "covers_answer", "n"} <= set(evidence.columns)
-    assert set(evidence.method) == set(testbed.RETRIEVAL_VARIANTS) and evidence.evidence_recall.between(0, 1).all()
+    assert set(evidence.method) == set(floors_and_evidence.RETRIEVAL_VARIANTS) and evidence.evidence_recall.between(0, 1).all()
     whole_loop = evidence[(evidence.family == "loop") & (evidence.method == "G-Retriever")]
     assert len(whole_loop) == 1 and (evidence.evidence_recall_lo <= evidence.evidence_recall).all()
 

@@ -8,8 +8,9 @@ from tiny_models import CHATML, make_tiny_model
 
 from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.study import recipe_search
+from toporag_lib.training.ledger import RECORD
+from toporag_lib.training.run_files import read_predictions
 from toporag_lib.training.train_config import TrainConfig
-from toporag_lib.training.ledger import RECORD, read_predictions
 
 
 def test_every_recipe_selects_on_the_validation_score_with_early_stopping_and_differs_in_its_schedule():

@@ -42,12 +42,12 @@ GQA_SITE = "https://cs.stanford.edu/people/dorarad/gqa/download.html"
 HOW_TO_GET_SCENE_GRAPHS = (
     f"download GQA's scene graphs (sceneGraphs.zip, e.g. train_sceneGraphs.json) from {GQA_SITE} and pass the "
     "file as scene_graphs=... (or name it sceneGraphs.json in root), or write synthetic ones with "
-    "toporag_lib.data.synthetic_scenes.write_scenes(root, ...)")
+    "toporag_lib.data.testbed.loader.write_scenes(root, ...)")
 HOW_TO_GET_QUESTIONS = (
     f"download GQA's questions (questions1.2.zip, e.g. train_balanced_questions.json) from {GQA_SITE}, or use "
     f"G-Retriever's {QUESTIONS_CSV_FILE} ({','.join(CSV_COLUMNS)}); pass it as questions=... (or put "
     f"{QUESTIONS_JSON_FILE} / {QUESTIONS_CSV_FILE} in root), or write synthetic ones with "
-    "toporag_lib.data.synthetic_scenes.write_scenes(root, ...)")
+    "toporag_lib.data.testbed.loader.write_scenes(root, ...)")
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ _SCENES = {"metric": metrics.scenegraphs_accuracy, "correct": metrics.scenegraph
 # k1 = 8; with these the whole answer-bearing loop is retrieved for most loop questions (see the notebook).
 TESTBED_RETRIEVAL = {"k1": 8, "cells": "all"}
 TESTBED_LIFT = {"basis": "minimum", "parallel": "ignore"}
-# Every answer in the testbed's vocabulary (`scene_testbed.ANSWERS`) is at most 2 SmolLM2 tokens; under exact match
+# Every answer in the testbed's vocabulary (`testbed.questions_v2.ANSWERS`) is at most 2 SmolLM2 tokens; under exact match
 # a longer answer cannot be right, so generation stops at 8 (room for an article, case and punctuation).
 TESTBED_ANSWER_TOKENS = 8
 
@@ -75,7 +75,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
     DatasetSpec("webqsp", "toporag_lib.data.webqsp:load_webqsp", metrics.webqsp_hit, metrics.webqsp_correct,
                 {"k1": 3}, {"graphs": 4737, "avg_nodes": 1370.89, "avg_edges": 4252.37},
                 secondary={"hit@1": metrics.webqsp_hit_at_1}),
-    DatasetSpec("synthetic_scenes", "toporag_lib.data.synthetic_scenes:load_synthetic_scenes",
+    DatasetSpec("synthetic_scenes", "toporag_lib.data.testbed.loader:load_synthetic_scenes",
                 metrics.exact_match_accuracy, metrics.exact_match_correct, TESTBED_RETRIEVAL,
                 secondary={"contains": metrics.scenegraphs_accuracy}, lift=TESTBED_LIFT, edge_text="triple",
                 max_new_tokens=TESTBED_ANSWER_TOKENS),

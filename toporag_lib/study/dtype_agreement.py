@@ -19,8 +19,8 @@ import pandas as pd
 
 from toporag_lib.hardware import LLM_DTYPES
 from toporag_lib.paths import cache_dir, results_dir
+from toporag_lib.study.paired_test import paired_comparison
 from toporag_lib.training.ledger import config_digest, read_ledger
-from toporag_lib.training.paired import paired_comparison
 
 # Notebook 04's cpu-quick runs: its parameters cell's defaults, as the notebook passes them to `run_methods`.
 QUICK_METHODS = ["zero-shot", "G-Retriever", "TopoRAG"]

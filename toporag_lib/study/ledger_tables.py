@@ -1,7 +1,7 @@
 """The results ledger (`results/runs/`, `training.ledger`) read back as tables: one row per method and setting with
 its mean over seeds and the majority-answer floor (`ledger_table`); the paper's Tables 1 and 2 on the full splits
 beside the paper's numbers; and the full-split runs compared question by question (`paired_runs`). `report` sets
-them into `results/README.md`; notebooks 04 and 05 and `llm_testbed` read the full-split runs through them.
+them into `results/README.md`; notebooks 04 and 05 and `long_runs` read the full-split runs through them.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from toporag_lib.data import load_dataset
 from toporag_lib.data.registry import metric_for
 from toporag_lib.study import paired_runs, paper
 from toporag_lib.study.experiments import ABLATIONS
-from toporag_lib.study.testbed import with_cycle_families
+from toporag_lib.study.floors_and_evidence import with_cycle_families
 from toporag_lib.training.ledger import config_digest
 from toporag_lib.training.train_config import TrainConfig
 

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from toporag_lib.data.registry import correct_for
-from toporag_lib.training.paired import mean_difference, paired_comparison
+from toporag_lib.study.paired_test import mean_difference, paired_comparison
 
 
 def _runs(records: list[dict[str, Any]], names: tuple[str, str]) -> tuple[str, dict[tuple[str, int], dict[str, Any]]]:

@@ -18,10 +18,11 @@ from pathlib import Path
 from toporag_lib import atomic
 from toporag_lib.paths import PROJECT_ROOT
 from toporag_lib.training.ledger import RECORD
+from toporag_lib.training.run_files import CONFIG
 
 PARKED_DIR = PROJECT_ROOT / "parked_runs"
 CHECKPOINT = "checkpoint.pt"
-CARRIED = ("config.json", CHECKPOINT)  # what `Trainer.resume` reads back
+CARRIED = (CONFIG, CHECKPOINT)  # what `Trainer.resume` reads back
 
 
 Progress = tuple[int, int]  # (epoch, step within it) of a checkpoint, as `Trainer.state` counts them
@@ -55,7 +56,7 @@ def park(runs_dir: Path, parked_dir: Path | None = None) -> list[tuple[Path, Pro
     parked_dir, parked = parked_dir or PARKED_DIR, []
     for run in unfinished(runs_dir):
         reached = progress(run)
-        if reached == NONE or not (run / "config.json").exists():
+        if reached == NONE or not (run / CONFIG).exists():
             continue
         target = parked_dir / run.parent.name / run.name
         if progress(target) < reached:

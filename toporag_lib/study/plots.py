@@ -251,7 +251,7 @@ def variant_bars(summary: pd.DataFrame, title: str = "") -> plt.Figure:
 
 def budget_frontier(budget: pd.DataFrame, marked: dict[str, str]) -> plt.Figure:
     """Loop evidence recall and path answer coverage (95% intervals) against mean prompt tokens, one point per
-    retrieval setting of `study.testbed.budget_table`; the methods in `marked` (name -> label) are drawn apart."""
+    retrieval setting of `study.floors_and_evidence.budget_table`; the methods in `marked` (name -> label) are drawn apart."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
     for ax, (rate, title) in zip(axes, (("loop_evidence_recall", "loop questions: whole loop retrieved"),
                                         ("path_covers_answer", "path questions: answer object retrieved"))):

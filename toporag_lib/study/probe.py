@@ -26,13 +26,13 @@ from torch_geometric.nn.aggr import AttentionalAggregation
 from tqdm.auto import tqdm
 
 from toporag_lib.data.dataset import QADataset
-from toporag_lib.data.scene_testbed import ANSWERS
+from toporag_lib.data.testbed.questions_v2 import ANSWERS
 from toporag_lib.embed import TextEncoder
 from toporag_lib.nn import build_encoder
 from toporag_lib.retrieval import retrieve
 from toporag_lib.seeding import one_torch_thread, seed_everything
+from toporag_lib.study.paired_test import mean_difference
 from toporag_lib.topology.batching import ComplexData
-from toporag_lib.training.paired import mean_difference
 from toporag_lib.training.preprocess import prepare
 from toporag_lib.training.train_config import TrainConfig
 

@@ -31,10 +31,10 @@ def gpu_training() -> dict[str, Any]:
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # The default: every notebook on this kind of 2-core CPU with the bundled small models (about 30 minutes). Its
     # time goes where numbers have power: retrieval over the testbed's full test split and the LLM-free probe over
-    # five seeds; LLM runs only on ExplaGraphs subsets, to show the pipeline (full-split LLM runs: `llm_testbed`).
+    # five seeds; LLM runs only on ExplaGraphs subsets, to show the pipeline (full-split LLM runs: `long_runs`).
     "cpu-quick": {},
     # Full splits for 04 with every Table 1 method (an ExplaGraphs epoch with SmolLM2 takes about 17-30 minutes per
-    # method; the same runs one epoch each: `llm_testbed --suite table1`), every variant of 05
+    # method; the same runs one epoch each: `long_runs --suite table1`), every variant of 05
     # with three seeds on larger subsets: about a day on 2 cores. Over several epochs the epoch kept is the one with
     # the best validation accuracy: on the full ExplaGraphs split validation loss ranks epochs and runs differently.
     "cpu-full": {

@@ -29,9 +29,10 @@ import torch
 from toporag_lib.paths import cache_dir, results_dir
 from toporag_lib.study import parked_runs
 from toporag_lib.study.experiments import config_digest, variant_config
-from toporag_lib.study.llm_testbed import claim, selected
+from toporag_lib.study.long_runs import claim, selected
+from toporag_lib.training.ledger import COMMAND_ENV, RECORD, record_run, run_id
+from toporag_lib.training.run_files import predictions_path, read_metrics, read_predictions
 from toporag_lib.training.train_config import TrainConfig
-from toporag_lib.training.ledger import COMMAND_ENV, RECORD, read_predictions, record_run, run_id
 from toporag_lib.training.trainer import Trainer
 
 SPLIT = "val"
@@ -93,7 +94,7 @@ def run_validation(config: TrainConfig, name: str, runs: Path, ledger: Path, pro
     """Train `config` in `runs/<dataset>/<digest>` (resuming from a checkpoint), generate on the validation split
     with the selected epoch's weights and record the run in `ledger`; the ledger folder."""
     out = runs / config.dataset / config_digest(config)
-    if not (out / f"metrics_{SPLIT}.json").exists():
+    if read_metrics(out, SPLIT) is None:
         trainer = Trainer(config, out, progress)
         trainer.resume()
         trainer.train()
@@ -114,7 +115,7 @@ def search_table(ledger: Path | None = None) -> pd.DataFrame:
     for path in sorted((ledger or ledger_dir()).glob(f"*/{RECORD}")):
         record = pd.read_json(path, typ="series")
         metrics, config = record["metrics"], record["config"]
-        predictions = read_predictions(path.parent / f"predictions_{SPLIT}.jsonl")
+        predictions = read_predictions(predictions_path(path.parent, SPLIT))
         rows.append({"dataset": config["dataset"], "run": record["name"], "seed": config["seed"],
                      "n_val": metrics["n"], "val_score": metrics["score"], "selected_epoch": metrics["selected_epoch"],
                      "epochs_run": metrics["epochs_run"], "one_answer_share": one_answer_share(predictions),

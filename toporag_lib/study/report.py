@@ -138,7 +138,7 @@ def results_readme(results: str | Path, profile: str) -> str:
     testbed = full_split_records(records, "synthetic_scenes")
     sections = [
         ("Table 1 · every row on the full splits", table1_full_split(records, TABLE1_METHODS),
-         "_From the ledger's full-split runs (`python -m toporag_lib.study.llm_testbed --suite table1`), mean ± std "
+         "_From the ledger's full-split runs (`python -m toporag_lib.study.long_runs --suite table1`), mean ± std "
          "over seeds; the testbed (synthetic scenes v2, 600 test questions, exact match) stands in for SceneGraphs, "
          "so its paper column is a different dataset. `testbed contains` is G-Retriever's `label in prediction` on "
          "the same predictions: it credits an untrained LLM's sentence that names the answer, and also a 'yes no' "
@@ -201,7 +201,7 @@ def results_readme(results: str | Path, profile: str) -> str:
             records, "synthetic_scenes")), ["method", "n", "seeds", "score", "score_std",
                                                                   "majority", "acc_attribute", "acc_path",
                                                                   "acc_loop", "commit"]),
-         "_From the ledger: `python -m toporag_lib.study.llm_testbed` runs, mean and std over seeds; the loop "
+         "_From the ledger: `python -m toporag_lib.study.long_runs` runs, mean and std over seeds; the loop "
          "family's floor is 0.50 (Testbed · floors)._"),
         ("Testbed · TopoRAG against G-Retriever with the LLM, paired", _nonempty(paired_runs.pooled(testbed)),
          "_Over the seeds both ran: each test question's correctness averaged over those seeds, TopoRAG minus "

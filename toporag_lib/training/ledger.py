@@ -14,26 +14,16 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from toporag_lib import atomic, hardware
 from toporag_lib.paths import PROJECT_ROOT
+from toporag_lib.training.run_files import predictions_path, read_config, read_metrics, read_predictions
 
 RECORD = "record.json"
 COMMAND_ENV = "TOPORAG_COMMAND"  # set by the notebook runner: the command that produced a notebook's runs
-
-
-def write_predictions(path: str | Path, records: Sequence[dict]) -> Path:
-    """Write one JSON object per line, atomically."""
-    return atomic.write_text(path, "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records))
-
-
-def read_predictions(path: str | Path) -> list[dict]:
-    lines = Path(path).read_text().splitlines()
-    return [atomic.parse_json(line, f"{path}, line {number}") for number, line in enumerate(lines, 1) if line.strip()]
 
 
 # The learned retrievals' parameters (`retrieval.baselines.fitted`), at their defaults: no earlier run read them.
@@ -110,8 +100,9 @@ def record_run(run_dir: str | Path, ledger: str | Path, name: str, command: str 
     A record of the same config with the same metrics is left as it is (first name and date kept).
     """
     run_dir = Path(run_dir)
-    config = atomic.read_json((run_dir / "config.json"))
-    metrics = atomic.read_json((run_dir / f"metrics_{split}.json"))
+    config, metrics = read_config(run_dir), read_metrics(run_dir, split)
+    if metrics is None:
+        raise FileNotFoundError(f"{run_dir}: the run has not scored its {split} split (no metrics_{split}.json)")
     folder = Path(ledger) / run_id(config)
     existing = folder / RECORD
     if existing.exists() and atomic.read_json(existing).get("metrics") == metrics:
@@ -121,7 +112,7 @@ def record_run(run_dir: str | Path, ledger: str | Path, name: str, command: str 
               "hardware": hardware.describe(config.get("device", "cpu")),
               "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "config": config,
               "metrics": metrics}
-    atomic.write_bytes(folder / f"predictions_{split}.jsonl", (run_dir / f"predictions_{split}.jsonl").read_bytes())
+    atomic.write_bytes(predictions_path(folder, split), predictions_path(run_dir, split).read_bytes())
     atomic.write_text(existing, json.dumps(record, indent=1) + "\n")
     return folder
 
@@ -130,7 +121,7 @@ def read_ledger(ledger: str | Path) -> list[dict[str, Any]]:
     """Every record in the ledger folder, in run-id order, each with its test predictions under "predictions"."""
     records = []
     for path in sorted(Path(ledger).glob(f"*/{RECORD}")):
-        predictions = path.parent / "predictions_test.jsonl"
+        predictions = predictions_path(path.parent, "test")
         records.append({**atomic.parse_json(path.read_text(), str(path)),
                         "predictions": read_predictions(predictions) if predictions.exists() else []})
     return records

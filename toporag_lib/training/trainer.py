@@ -48,8 +48,9 @@ from toporag_lib.training.evaluation import (
 )
 from toporag_lib.training.examples import build_examples
 from toporag_lib.training.history import training_metrics, write_history
-from toporag_lib.training.ledger import EXECUTION_KEYS, with_later_keys, write_predictions
+from toporag_lib.training.ledger import EXECUTION_KEYS, with_later_keys
 from toporag_lib.training.preprocess import prepare
+from toporag_lib.training.run_files import CONFIG, read_config, write_split_results
 from toporag_lib.training.sharded import feature_dim, iter_examples, preprocess_sharded
 from toporag_lib.training.train_config import TrainConfig
 
@@ -177,12 +178,12 @@ class Trainer:
         self.device = data_parallel.init_from_env(config.device)
         self.main = data_parallel.is_main()
         self.progress = progress and self.main
-        if self.checkpoint_path.exists() and (self.out / "config.json").exists():
-            check_resumable(atomic.read_json((self.out / "config.json")), config.to_dict(), self.out)
+        if self.checkpoint_path.exists() and (self.out / CONFIG).exists():
+            check_resumable(read_config(self.out), config.to_dict(), self.out)
         if self.main:
             self.out.mkdir(parents=True, exist_ok=True)
             atomic.remove_stale_temporaries(self.out)  # left by checkpoint writes of a killed run
-            atomic.write_text(self.out / "config.json", json.dumps(config.to_dict(), indent=1))
+            atomic.write_text(self.out / CONFIG, json.dumps(config.to_dict(), indent=1))
         check_inputs_exist(config)  # before the dataset is embedded, lifted and retrieved
         seed_everything(config.seed)
         self.examples, in_dim = make_examples(config, self.progress, self.out / "shards")
@@ -302,11 +303,10 @@ class Trainer:
         if (self.out / "best.pt").exists():
             self.model.load_trainable_state(atomic.torch_load(self.out / "best.pt", weights_only=True))
         records = predict(self.model, self.examples[split], self.config, self.progress)
-        write_predictions(self.out / f"predictions_{split}.jsonl", records)
         metrics = {**split_metrics(self.config.dataset, split, records),
                    **training_metrics(self.state["history"], self.state.get("best_epoch"), self.config.select_by,
                                       self.state["epoch"], self.steps_per_epoch)}
-        atomic.write_text(self.out / f"metrics_{split}.json", json.dumps(metrics, indent=1))
+        write_split_results(self.out, split, records, metrics)
         write_history(self.out, self.state["history"])
         return metrics
 

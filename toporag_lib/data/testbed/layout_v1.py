@@ -1,5 +1,5 @@
-"""Synthetic scenes, the layout half: furniture and objects with boxes, attributes and position-consistent relations,
-as one GQA-format scene graph per image (`make_scene`). The questions are `synthetic_scenes`'.
+"""Testbed version 1, the scenes: furniture and objects with boxes, attributes and position-consistent relations,
+as one GQA-format scene graph per image (`make_scene`). Its questions are `questions_v1`'s.
 """
 
 from __future__ import annotations
@@ -7,13 +7,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-SURFACES = ("table", "shelf", "desk", "counter")
-ITEMS = ("cup", "book", "lamp", "box", "vase", "plate", "bowl", "bottle", "clock", "candle", "mug", "phone",
-         "plant", "basket", "jar", "remote")
-COLOURS = ("red", "blue", "green", "white", "black", "yellow", "brown", "gray")
-MATERIALS = ("wooden", "metal", "glass", "plastic", "ceramic")
-SPATIAL = {"to the left of": "to the right of", "to the right of": "to the left of",
-           "in front of": "behind", "behind": "in front of"}
+from toporag_lib.data.testbed.vocabulary import COLOURS, ITEMS, MATERIALS, SPATIAL, SURFACES
+
 WIDTH, HEIGHT = 640, 480
 MARGIN = 10  # pixels: closer boxes get no spatial relation
 P_RELATED_SAME_SURFACE = 0.6  # chance that two objects on the same furniture get a spatial relation

@@ -1,4 +1,4 @@
-"""Reference solvers of the synthetic testbed (`synthetic_scenes` version 2): what nodes and paths can answer, and
+"""Reference solvers of the testbed (version 2): what nodes and paths can answer, and
 what takes loops.
 
 Both read only the sample's graph (node texts, edges) and its question's structure (`sample.meta["structure"]`:
@@ -20,8 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from toporag_lib.data.graph import QASample, TextualGraph
-
-QUERY_POSITION = {"colour": 0, "material": 1}
+from toporag_lib.data.testbed.vocabulary import QUERIES
 
 
 class GraphView:
@@ -56,7 +55,7 @@ def _follow(view: GraphView, sample: QASample) -> str:
     s = _structure(sample)
     node = s["anchor"]
     if sample.meta["family"] == "attribute":
-        return view.attributes[node][QUERY_POSITION[s["query"]]]
+        return view.attributes[node][QUERIES[s["query"]]]
     for hop in s["hops"]:
         node = view.step(node, hop["relation"], hop["direction"])
         if node is None:

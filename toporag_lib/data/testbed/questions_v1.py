@@ -1,5 +1,4 @@
-"""Synthetic scenes (ours): seeded procedural scene graphs and questions in GQA's official formats. This module is
-version 1 and the loader of both versions; version 2, the default, is `scene_testbed`.
+"""Testbed version 1, the questions (the scenes are `layout_v1`'s); version 2, the default, is `questions_v2`.
 
 Each image holds 1-3 pieces of furniture (table, shelf, desk, counter) and small objects standing on them,
 under them or on the floor: 5-15 objects, with attributes `[colour, material, size]` and integer boxes. Relations
@@ -29,39 +28,18 @@ Each question record is GQA's (`imageId, question, answer, fullAnswer, types, an
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from toporag_lib.data.dataset import QADataset
-from toporag_lib.data.gqa import (
-    QUESTIONS_JSON_FILE,
-    SCENE_GRAPHS_FILE,
-    build_scenegraphs,
-    object_index,
-    questions_from_gqa_json,
-    read_questions,
-    read_scene_graphs,
-)
-from toporag_lib.data.scene_testbed import generate_testbed
-from toporag_lib.data.synthetic_layout import SPATIAL, make_scene
+from toporag_lib.data.testbed.layout_v1 import make_scene
+from toporag_lib.data.testbed.vocabulary import FAMILIES, NEEDS, QUERIES, SPATIAL, YES_NO
 
-QUERIES = {"colour": 0, "material": 1}  # position of the attribute in an object's `attributes`
 RELATIONS = ("on", "under", *SPATIAL)
-FAMILIES = ("attribute", "path", "loop")
-NEEDS = {"attribute": "0-cell", "path": "1-cell", "loop": "2-cell"}
-YES_NO = {"yes": "no", "no": "yes"}
-
 FIRST_IMAGE_ID = 4_000_000
 MAX_SCENE_TRIES = 200
 STRICT_TRIES = 50
-
-# ---------------------------------------------------------------- questions
 
 
 def _one(ids: list[str]) -> str | None:
@@ -304,66 +282,3 @@ def generate_scenes(num_images: int, questions_per_image: int = 3, seed: int = 0
         for family in families:
             questions[f"{len(questions):08d}"] = _record(_choose(pools[family], tallies[family], rng), image_id, ix)
     return scenes, questions
-
-# ---------------------------------------------------------------- files and dataset
-
-
-def _write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temporary file beside `path`, then move it into place."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def _write_scenes_files(out_dir: Path, scenes: dict, questions: dict) -> tuple[Path, Path]:
-    """Write both files atomically under their default names; returns (scene graphs, questions) paths."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = out_dir / SCENE_GRAPHS_FILE, out_dir / QUESTIONS_JSON_FILE
-    for path, data in zip(paths, (scenes, questions)):
-        _write_json_atomic(path, data)
-    return paths
-
-
-def write_scenes(out_dir: str | Path, num_images: int, questions_per_image: int = 3, seed: int = 0,
-                 **kwargs: int) -> tuple[Path, Path]:
-    """Generate and write `sceneGraphs.json` and `questions.json` into out_dir; returns their paths.
-
-    `kwargs` go to `generate_scenes` (min_objects, max_objects).
-    """
-    return _write_scenes_files(Path(out_dir), *generate_scenes(num_images, questions_per_image, seed, **kwargs))
-
-
-def load_synthetic_scenes(num_images: int = 1000, questions_per_image: int = 3, seed: int = 0,
-                          root: str | Path | None = None, version: int = 2) -> QADataset:
-    """Synthetic scenes as a QADataset (through the SceneGraphs conversion), with family/needs in each meta.
-
-    `version=2` (the default) is the testbed of `toporag_lib.data.scene_testbed`, whose loop questions need the
-    loop; `version=1` the scenes of this module, as every run before version 2 existed used them. With `root`, the
-    files are written there first and read back. meta adds `family`, `needs`, `template` and `evidence` ({"nodes",
-    "edges"}: graph ids of the cells the answer depends on); version 2 also `structure` (what the reference solvers
-    read) and version 1 `evidence_nodes` (node indices of every object the answer depends on).
-    """
-    if version not in (1, 2):
-        raise ValueError(f"synthetic_scenes version={version!r}: expected 1 or 2")
-    generate = generate_scenes if version == 1 else generate_testbed
-    scenes, questions = generate(num_images, questions_per_image, seed)
-    if root is None:
-        records = questions_from_gqa_json(questions)
-    else:
-        scene_path, question_path = _write_scenes_files(Path(root), scenes, questions)
-        scenes, records = read_scene_graphs(scene_path), read_questions(question_path)
-    dataset = build_scenegraphs("synthetic_scenes", scenes, records, boxes=version == 1)
-    for sample in dataset:
-        q = questions[sample.id]
-        sample.meta.update(family=q["family"], needs=q["needs"], template=q["template"], version=version)
-        if version == 1:
-            index = object_index(scenes[q["imageId"]])
-            sample.meta["evidence_nodes"] = [index[o] for o in q["objects"]]
-        else:
-            sample.meta.update(evidence=q["evidence"], structure=q["structure"])
-    return dataset

@@ -4,7 +4,7 @@ Two methods evaluated on the same test split differ on a few questions only; the
 the questions only one of them gets right split evenly (two-sided binomial test on the discordant pairs). A
 command line compares two run folders (as written by `toporag_lib.training.trainer`):
 
-    python -m toporag_lib.training.paired runs/topo runs/gretriever [--split test]
+    python -m toporag_lib.study.paired_test runs/topo runs/gretriever [--split test]
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from scipy.stats import binomtest
 
 from toporag_lib import atomic
 from toporag_lib.data.registry import correct_for
-from toporag_lib.training.ledger import read_predictions
+from toporag_lib.training.run_files import CONFIG, predictions_path, read_predictions
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
@@ -90,7 +90,7 @@ def paired_comparison(records_a: list[dict], records_b: list[dict], dataset_name
 def load_run(run_dir: str | Path, split: str = "test") -> tuple[str, list[dict]]:
     """(dataset name, prediction records) of a run folder written by `toporag_lib.training.trainer`."""
     run_dir = Path(run_dir)
-    config, predictions = run_dir / "config.json", run_dir / f"predictions_{split}.jsonl"
+    config, predictions = run_dir / CONFIG, predictions_path(run_dir, split)
     for path in (config, predictions):
         if not path.exists():
             raise FileNotFoundError(f"{path} is missing: is {run_dir} a finished run evaluated on {split!r}?")

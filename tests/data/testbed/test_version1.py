@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 
 from toporag_lib.data.gqa import load_scenegraphs
-from toporag_lib.data.synthetic_scenes import (
+from toporag_lib.data.testbed.loader import (
     generate_scenes,
     load_synthetic_scenes,
     write_scenes,

@@ -8,9 +8,9 @@ from collections import Counter
 import pytest
 
 from toporag_lib.data import load_dataset
-from toporag_lib.data.scene_solvers import loop_answer, path_only_answer
-from toporag_lib.data.scene_testbed import ANSWERS, FAMILIES
-from toporag_lib.study.testbed import floors
+from toporag_lib.data.testbed.questions_v2 import ANSWERS, FAMILIES
+from toporag_lib.data.testbed.solvers import loop_answer, path_only_answer
+from toporag_lib.study.floors_and_evidence import floors
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_accuracy_by_cycles_splits_on_the_questions_graph():
     from toporag_lib.data.dataset import QADataset
     from toporag_lib.data.graph import QASample, TextualGraph
     from toporag_lib.study.paired_runs import pooled
-    from toporag_lib.study.testbed import accuracy_by_cycles, with_cycle_families
+    from toporag_lib.study.floors_and_evidence import accuracy_by_cycles, with_cycle_families
 
     triangle = TextualGraph(["a", "b", "c"], [(0, 1, "r"), (1, 2, "r"), (2, 0, "r")])
     path = TextualGraph(["a", "b"], [(0, 1, "r")])

@@ -2,7 +2,7 @@
 
 `floors`: for each family of a split, the majority answer and its rate (what a constant answer scores under exact
 match), the score of answering "yes no" to everything under G-Retriever's `label in prediction` (which a loose
-metric rewards), and the two reference solvers' scores (`toporag_lib.data.scene_solvers`).
+metric rewards), and the two reference solvers' scores (`toporag_lib.data.testbed.solvers`).
 
 `evidence_table`: for retrieval variants (sparse `TrainConfig` overrides: lifting, edge texts, retrieval), per
 family, the share of questions whose evidence cells are all retrieved, answer coverage and prompt tokens, with 95%
@@ -19,7 +19,7 @@ import pandas as pd
 
 from toporag_lib.data.dataset import QADataset
 from toporag_lib.data.metrics import exact_match_correct, scenegraphs_correct
-from toporag_lib.data.scene_solvers import SOLVERS
+from toporag_lib.data.testbed.solvers import SOLVERS
 from toporag_lib.embed import TextEncoder
 from toporag_lib.retrieval.retrieval_config import FITTED_METHODS, PAPER_ALGORITHM_3
 from toporag_lib.retrieval.retriever import make_retriever

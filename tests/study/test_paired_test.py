@@ -8,13 +8,13 @@ from math import comb, isnan
 import pytest
 
 from toporag_lib.data import metrics
-from toporag_lib.training.ledger import write_predictions
-from toporag_lib.training.paired import (
+from toporag_lib.study.paired_test import (
     compare_runs,
     main,
     mcnemar_exact,
     paired_comparison,
 )
+from toporag_lib.training.run_files import write_predictions
 
 
 def records(preds: list[str], labels: list[str], start: int = 0) -> list[dict]:
@@ -91,7 +91,7 @@ def test_run_folders_must_be_finished_and_on_one_dataset(tmp_path):
 def test_mean_difference_by_hand_and_its_power():
     from scipy import stats
 
-    from toporag_lib.training.paired import mean_difference
+    from toporag_lib.study.paired_test import mean_difference
     d = [1.0, 0.0, 0.0, -1.0, 1.0, 1.0, 0.0, 0.0]
     out = mean_difference(d)
     sem = 0.5 ** 0.5 / 8 ** 0.5  # sample std by hand: sqrt((3 * .75^2 + 4 * .25^2 + 1.25^2) / 7) = sqrt(.5)

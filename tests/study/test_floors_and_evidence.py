@@ -6,7 +6,7 @@ import pytest
 
 from toporag_lib.data import load_dataset
 from toporag_lib.embed import TextEncoder
-from toporag_lib.study import testbed
+from toporag_lib.study import floors_and_evidence
 
 VARIANTS = {"TopoRAG": {}, "SubgraphRAG": {"retrieval": {"method": "subgraphrag", "fit_epochs": 2}}}
 
@@ -16,7 +16,7 @@ def test_learned_variants_are_fitted_on_the_given_split_or_left_out(tiny_encoder
     test, train = scenes.take(scenes.split["test"]), scenes.take(scenes.split["train"])
     encoder = TextEncoder(tiny_encoder_path, cache=tmp_path, progress=False)
     fitted_on = []
-    real = testbed.make_retriever
+    real = floors_and_evidence.make_retriever
 
     def spy(config, training=()):
         training = list(training)
@@ -24,12 +24,12 @@ def test_learned_variants_are_fitted_on_the_given_split_or_left_out(tiny_encoder
             fitted_on.append(training)
         return real(config, training)
 
-    monkeypatch.setattr(testbed, "make_retriever", spy)
-    table = testbed.evidence_table(test, VARIANTS, encoder, fit_on=train)
+    monkeypatch.setattr(floors_and_evidence, "make_retriever", spy)
+    table = floors_and_evidence.evidence_table(test, VARIANTS, encoder, fit_on=train)
     assert set(table.method) == {"TopoRAG", "SubgraphRAG"}
     assert [len(d) for d in fitted_on] == [len(train)]  # fitted once, on the training questions
     assert table[table.method == "SubgraphRAG"].n.sum() == table[table.method == "TopoRAG"].n.sum()
-    without = testbed.evidence_table(test, VARIANTS, encoder)
+    without = floors_and_evidence.evidence_table(test, VARIANTS, encoder)
     assert set(without.method) == {"TopoRAG"}
 
 
@@ -40,10 +40,10 @@ def test_accuracy_by_cycles_finds_questions_with_a_method_suffix():
     data = load_dataset("explagraphs")
     test = data.take(data.split["test"][:40])
     records = [{"question": s.question + COT_BAG, "label": s.label, "pred": s.label} for s in test]
-    table = testbed.accuracy_by_cycles(records, test, explagraphs_correct)
+    table = floors_and_evidence.accuracy_by_cycles(records, test, explagraphs_correct)
     assert table.n.sum() == 40 and (table.accuracy.dropna() == 1.0).all()
     with pytest.raises(KeyError, match="not one of the dataset's"):
-        testbed.accuracy_by_cycles([{"question": "elsewhere", "label": "x", "pred": "x"}], test, explagraphs_correct)
+        floors_and_evidence.accuracy_by_cycles([{"question": "elsewhere", "label": "x", "pred": "x"}], test, explagraphs_correct)
 
 
 def test_the_budget_table_weighs_tokens_by_questions_and_reads_loop_and_path_rates():
@@ -57,11 +57,11 @@ def test_the_budget_table_weighs_tokens_by_questions_and_reads_loop_and_path_rat
     evidence = pd.DataFrame(rows, columns=["method", "family", "n", "evidence_recall", "covers_answer", "tokens"])
     for rate in ("evidence_recall", "covers_answer"):
         evidence[f"{rate}_lo"], evidence[f"{rate}_hi"] = evidence[rate] - 0.1, evidence[rate] + 0.1
-    budget = testbed.budget_table(evidence).set_index("method")
+    budget = floors_and_evidence.budget_table(evidence).set_index("method")
     assert budget.loc["a", "tokens"] == (10 * 100 + 30 * 200 + 60 * 300) / 100 and budget.loc["b", "tokens"] == 50
     assert budget.loc["a", "loop_evidence_recall"] == 0.25 and budget.loc["a", "path_covers_answer"] == 0.8
     assert budget.loc["b", "path_covers_answer_lo"] == pytest.approx(0.8) and budget.loc["a", "n"] == 100
     fig = plots.budget_frontier(budget.reset_index(), {"b": "method b"})
     assert [ax.get_ylabel() for ax in fig.axes][0] == "share of questions"
-    assert len(testbed.BUDGET_GRID) == 12 and {"k1": 8, "cost_e": 0.5, "cells": "all"} in [
-        v["retrieval"] for v in testbed.BUDGET_GRID.values()]  # the testbed default is one of the grid's points
+    assert len(floors_and_evidence.BUDGET_GRID) == 12 and {"k1": 8, "cost_e": 0.5, "cells": "all"} in [
+        v["retrieval"] for v in floors_and_evidence.BUDGET_GRID.values()]  # the testbed default is one of the grid's points

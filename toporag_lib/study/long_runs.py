@@ -2,16 +2,16 @@
 synthetic-scenes (version 2) split, and TopoRAG with and without 2-cells and G-Retriever on the full ExplaGraphs
 split, each recorded in the results ledger when it finishes.
 
-    python -m toporag_lib.study.llm_testbed --list                 # the jobs, in order, and which are done
-    python -m toporag_lib.study.llm_testbed --shard 0/2 &          # two processes share the jobs
-    python -m toporag_lib.study.llm_testbed --shard 1/2 &
-    python -m toporag_lib.study.llm_testbed --jobs 13,11 &           # chosen jobs, in this order
-    python -m toporag_lib.study.llm_testbed --suite table1 --shard 0/2 &   # every row of the paper's Table 1
-    python -m toporag_lib.study.llm_testbed --park                 # before a session ends: commit parked_runs/
+    python -m toporag_lib.study.long_runs --list                 # the jobs, in order, and which are done
+    python -m toporag_lib.study.long_runs --shard 0/2 &          # two processes share the jobs
+    python -m toporag_lib.study.long_runs --shard 1/2 &
+    python -m toporag_lib.study.long_runs --jobs 13,11 &           # chosen jobs, in this order
+    python -m toporag_lib.study.long_runs --suite table1 --shard 0/2 &   # every row of the paper's Table 1
+    python -m toporag_lib.study.long_runs --park                 # before a session ends: commit parked_runs/
 
 Jobs run in order of importance: the frozen TopoRAG / G-Retriever pair on the testbed, the ExplaGraphs trio (an
 epoch there is about 20 minutes), the pair's other two seeds, the three ablations, the LoRA pair, then the three ablations with LoRA. A run is a
-`study.experiments.run_cached` run in `cache/llm_testbed/`: a job killed mid-epoch resumes from its last checkpoint
+`study.experiments.run_cached` run in `cache/long_runs/`: a job killed mid-epoch resumes from its last checkpoint
 when the command is run again, and one whose record is in the results ledger (`results/runs/`, committed, so also in a
 fresh checkout) is skipped. The run cache is not committed: `--park` copies the last checkpoint of every unfinished
 run into `parked_runs/` (`study.parked_runs`; commit it), and the next run of this command, in any checkout, resumes
@@ -57,7 +57,7 @@ SERIES_SETTINGS = {"embedding_batching": "single", "llm_dtype": "bfloat16", "max
 
 def runs_dir() -> Path:
     """The run cache of these jobs (`TOPORAG_CACHE` moves it)."""
-    return cache_dir() / "llm_testbed"
+    return cache_dir() / "long_runs"
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
                   f"seed {job.seed}")
         return
     which = f"--jobs {args.jobs}" if args.jobs else f"--shard {args.shard}"
-    os.environ.setdefault(COMMAND_ENV, f"python -m toporag_lib.study.llm_testbed --suite {args.suite} {which}")
+    os.environ.setdefault(COMMAND_ENV, f"python -m toporag_lib.study.long_runs --suite {args.suite} {which}")
     torch.set_num_threads(1)
     for folder, (epoch, step) in parked_runs.unpark(runs_dir(), results_dir() / "runs"):
         print(f"resuming {folder.name} from its parked checkpoint (epoch {epoch}, step {step})", flush=True)

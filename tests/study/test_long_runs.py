@@ -11,18 +11,18 @@ import pytest
 
 from toporag_lib import atomic
 from toporag_lib.paths import PROJECT_ROOT
-from toporag_lib.study import llm_testbed, parked_runs
+from toporag_lib.study import long_runs, parked_runs
 from toporag_lib.study.experiments import TABLE1_METHODS
 from toporag_lib.training.ledger import RECORD, run_id
 
 
 def test_every_job_keeps_one_at_a_time_embeddings_so_the_series_stays_one():
-    for suite in llm_testbed.SUITES.values():
+    for suite in long_runs.SUITES.values():
         assert all(job.config().embedding_batching == "single" for job in suite())
 
 
 def test_table1_suite_covers_every_method_on_both_full_splits_untrained_first():
-    jobs = llm_testbed.table1_jobs()
+    jobs = long_runs.table1_jobs()
     assert {(j.method, j.dataset) for j in jobs} == {(m, d) for m in TABLE1_METHODS
                                                      for d in ("explagraphs", "synthetic_scenes")}
     trained = [j.config().train for j in jobs]
@@ -30,7 +30,7 @@ def test_table1_suite_covers_every_method_on_both_full_splits_untrained_first():
 
 
 def test_the_testbed_suite_ablates_toporag_frozen_and_with_lora_with_one_change_each():
-    runs = {job.name: job.config() for job in llm_testbed.jobs() if job.dataset == "synthetic_scenes"}
+    runs = {job.name: job.config() for job in long_runs.jobs() if job.dataset == "synthetic_scenes"}
     for base, lora in (("TopoRAG", False), ("TopoRAG + LoRA", True)):
         full = runs[base]
         no_cells, gcn = runs[f"{base} w/o CRL (no 2-cells)"], runs[f"{base} w/o MTR (GCN)"]
@@ -42,65 +42,65 @@ def test_the_testbed_suite_ablates_toporag_frozen_and_with_lora_with_one_change_
 
 
 def test_a_run_held_by_a_live_process_is_skipped_and_a_dead_holder_is_taken_over(tmp_path):
-    job = llm_testbed.table1_jobs()[0]
-    first = llm_testbed.claim(job, tmp_path)
+    job = long_runs.table1_jobs()[0]
+    first = long_runs.claim(job, tmp_path)
     assert first is not None and first.read_text() == str(os.getpid())
-    assert llm_testbed.claim(job, tmp_path) == first  # the holder itself may go on
+    assert long_runs.claim(job, tmp_path) == first  # the holder itself may go on
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         first.write_text(str(other.pid))
-        assert llm_testbed.claim(job, tmp_path) is None  # a live process holds it
+        assert long_runs.claim(job, tmp_path) is None  # a live process holds it
     finally:
         other.kill()
         other.wait()
-    assert llm_testbed.claim(job, tmp_path) == first and first.read_text() == str(os.getpid())  # gone: taken over
+    assert long_runs.claim(job, tmp_path) == first and first.read_text() == str(os.getpid())  # gone: taken over
 
 
 def test_a_shard_takes_every_nth_job_and_jobs_run_as_listed_or_are_refused():
-    assert llm_testbed.selected(7, "1/3") == [1, 4] and llm_testbed.selected(7, "0/1") == list(range(7))
-    assert llm_testbed.selected(7, "1/3", "6,2") == [6, 2]  # --jobs wins over the shard, in its order
+    assert long_runs.selected(7, "1/3") == [1, 4] and long_runs.selected(7, "0/1") == list(range(7))
+    assert long_runs.selected(7, "1/3", "6,2") == [6, 2]  # --jobs wins over the shard, in its order
     with pytest.raises(SystemExit, match="no job 7"):
-        llm_testbed.selected(7, "0/1", "2,7")
+        long_runs.selected(7, "0/1", "2,7")
     with pytest.raises(SystemExit, match="expected i/n"):
-        llm_testbed.selected(7, "3/3")
+        long_runs.selected(7, "3/3")
 
 
 def test_a_job_is_done_when_the_ledger_holds_its_record_and_main_then_skips_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TOPORAG_RESULTS", str(tmp_path))
     monkeypatch.setattr(parked_runs, "PARKED_DIR", tmp_path / "parked")
-    job = llm_testbed.jobs()[0]
-    assert not llm_testbed.is_done(job)
+    job = long_runs.jobs()[0]
+    assert not long_runs.is_done(job)
     record = tmp_path / "runs" / run_id(job.config().to_dict()) / RECORD
     record.parent.mkdir(parents=True)
     record.write_text("{}")
-    assert llm_testbed.is_done(job) and not llm_testbed.is_done(llm_testbed.jobs()[1])
+    assert long_runs.is_done(job) and not long_runs.is_done(long_runs.jobs()[1])
 
     def no_training(*args, **kwargs):
         raise AssertionError("a job in the ledger was run again")
 
-    monkeypatch.setattr(llm_testbed, "run_cached", no_training)
-    llm_testbed.main(["--jobs", "0"])
+    monkeypatch.setattr(long_runs, "run_cached", no_training)
+    long_runs.main(["--jobs", "0"])
     assert "is in the results ledger: skipped" in capsys.readouterr().out
 
 
 def test_the_committed_ledger_holds_the_first_fourteen_testbed_jobs_under_their_current_config_hash():
     # A change to a config default that moved the hash would silently queue hours of finished runs again.
     ledger = PROJECT_ROOT / "results" / "runs"
-    assert all(llm_testbed.is_done(job, ledger) for job in llm_testbed.jobs()[:14])
+    assert all(long_runs.is_done(job, ledger) for job in long_runs.jobs()[:14])
 
 
 def test_park_carries_an_unfinished_run_and_the_next_queue_puts_it_back_then_releases_it_when_recorded(
         tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(parked_runs, "PARKED_DIR", tmp_path / "parked")
-    job = llm_testbed.jobs()[14]
-    run = llm_testbed.runs_dir() / job.dataset / f"run-{llm_testbed.config_digest(job.config())}"
+    job = long_runs.jobs()[14]
+    run = long_runs.runs_dir() / job.dataset / f"run-{long_runs.config_digest(job.config())}"
     run.mkdir(parents=True)
     (run / "config.json").write_text("{}")
     atomic.torch_save({"state": {"epoch": 0, "step": 100}}, run / "checkpoint.pt")
-    llm_testbed.main(["--park"])
+    long_runs.main(["--park"])
     assert "at epoch 0, step 100" in capsys.readouterr().out
-    shutil.rmtree(llm_testbed.runs_dir())  # a fresh checkout: no run cache, the parked copy committed
-    monkeypatch.setattr(llm_testbed, "run_cached", lambda *args: None)  # the training itself is tested elsewhere
-    llm_testbed.main(["--jobs", "14"])
+    shutil.rmtree(long_runs.runs_dir())  # a fresh checkout: no run cache, the parked copy committed
+    monkeypatch.setattr(long_runs, "run_cached", lambda *args: None)  # the training itself is tested elsewhere
+    long_runs.main(["--jobs", "14"])
     assert "from its parked checkpoint (epoch 0, step 100)" in capsys.readouterr().out
     assert parked_runs.progress(run) == (0, 100) and not list((tmp_path / "parked").iterdir())  # done: released
