@@ -29,7 +29,9 @@ def test_every_preset_is_a_valid_config(method):
 
 
 def test_explagraphs_gives_every_graph_method_the_whole_graph_except_kaping_and_learned_retrievals():
-    assert method_config("G-Retriever", "explagraphs").retrieval.reads() == {"method": "whole_graph", "k2": 2}
+    # the whole graph's 2-cells (the text's cycle table) are TopoRAG's input alone
+    assert method_config("G-Retriever", "explagraphs").retrieval.reads() == {"method": "whole_graph", "k2": 0}
+    assert method_config("zero-shot", "explagraphs").retrieval.reads() == {"method": "whole_graph", "k2": 0}
     assert method_config("TopoRAG", "explagraphs").retrieval.reads() == {"method": "whole_graph", "k2": 2}
     assert method_config("KAPING", "explagraphs").retrieval.reads() == {"method": "kaping", "k1": 5}
 

@@ -13,7 +13,8 @@ from toporag_lib import atomic
 from toporag_lib.paths import PROJECT_ROOT
 from toporag_lib.study import long_runs, parked_runs
 from toporag_lib.study.experiments import TABLE1_METHODS
-from toporag_lib.training.ledger import RECORD, run_id
+from toporag_lib.study.superseded import superseded
+from toporag_lib.training.ledger import RECORD, read_ledger, run_id
 
 
 def test_every_job_keeps_one_at_a_time_embeddings_so_the_series_stays_one():
@@ -85,8 +86,12 @@ def test_a_job_is_done_when_the_ledger_holds_its_record_and_main_then_skips_it(t
 
 def test_the_committed_ledger_holds_the_first_fourteen_testbed_jobs_under_their_current_config_hash():
     # A change to a config default that moved the hash would silently queue hours of finished runs again.
+    # The one intended re-key: a baseline whose old ExplaGraphs runs read TopoRAG's cycle table (`study.superseded`).
     ledger = PROJECT_ROOT / "results" / "runs"
-    assert all(long_runs.is_done(job, ledger) for job in long_runs.jobs()[:14])
+    old = {(r["name"], r["config"]["dataset"]) for r in read_ledger(ledger) if superseded(r)}
+    todo = [job for job in long_runs.jobs()[:14] if not long_runs.is_done(job, ledger)]
+    assert [(job.name, job.dataset) for job in todo] == [("G-Retriever", "explagraphs")]
+    assert all((job.name, job.dataset) in old for job in todo)
 
 
 def test_park_carries_an_unfinished_run_and_the_next_queue_puts_it_back_then_releases_it_when_recorded(

@@ -3,7 +3,8 @@
     table = run_methods("explagraphs", ["zero-shot", "G-Retriever", "TopoRAG"], runs_dir, limits={...})
 
 Each preset is a partial `TrainConfig` (sparse overrides of its defaults); `retrieval` values are merged over the
-dataset's defaults (on ExplaGraphs every graph-based method sees the whole graph, as G-Retriever does). Anything in
+dataset's defaults (on ExplaGraphs every graph-based method sees the whole graph, as G-Retriever does, and only
+`CELL_METHODS` keep its 2-cells, the cycle table of the text). Anything in
 `overrides` applies to every method alike, so comparisons stay fair. Every run is recorded in the results ledger.
 """
 
@@ -81,6 +82,10 @@ DATASET_RETRIEVAL: dict[str, dict[str, dict[str, Any]]] = {  # per method, chang
     "G-Retriever (own code)": OWN_CODE_RETRIEVAL, "G-Retriever (own code) + LoRA": OWN_CODE_RETRIEVAL,
 }
 
+# The methods whose input holds 2-cells (the cellular encoder's cells and the text's cycle table); every other row
+# reads the nodes and edges its own paper gives it, on every dataset.
+CELL_METHODS = ("TopoRAG", "TopoRAG + LoRA")
+
 # Every row of the paper's Table 1, in its order, with G-Retriever at its code's settings beside its paper's.
 TABLE1_METHODS = ["zero-shot", "zero-shot CoT", "CoT-BAG", "KAPING", "prompt tuning", "GraphToken", "G-Retriever",
                   "G-Retriever (own code)", "SubgraphRAG", "TopoRAG", "LoRA (text only)", "G-Retriever + LoRA",
@@ -120,7 +125,10 @@ def method_config(method: str, dataset: str, overrides: dict[str, Any] | None = 
     whole_graph = dataset_retrieval(dataset).method == "whole_graph"
     preset_retrieval = preset.get("retrieval", {})
     if whole_graph and preset_retrieval.get("method") not in OWN_RETRIEVALS:
-        preset_retrieval = {}  # ExplaGraphs: whole graph for every graph method, as G-Retriever does
+        # ExplaGraphs: the whole graph for every graph method, as G-Retriever does; the cycle table of its text only
+        # for the methods whose input 2-cells are (GraphToken reads no text, and its GAT only the 1-skeleton)
+        reads_cycle_table = method in CELL_METHODS or not values.get("graph_text", True)
+        preset_retrieval = {} if reads_cycle_table else {"k2": 0}
     else:
         preset_retrieval = {**preset_retrieval, **DATASET_RETRIEVAL.get(method, {}).get(dataset, {})}
     values["retrieval"] = {**preset_retrieval, **retrieval_overrides}

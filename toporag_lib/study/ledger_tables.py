@@ -16,6 +16,7 @@ from toporag_lib.data.registry import metric_for
 from toporag_lib.study import paired_runs, paper
 from toporag_lib.study.experiments import ABLATIONS
 from toporag_lib.study.floors_and_evidence import with_cycle_families
+from toporag_lib.study.superseded import standing, superseded
 from toporag_lib.training.ledger import config_digest
 from toporag_lib.training.train_config import TrainConfig
 
@@ -33,8 +34,9 @@ def majority_score(dataset: str, predictions: list[dict[str, Any]]) -> float:
 def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per (dataset, method name, config apart from the seed): mean and standard deviation of the score and
     of each family's accuracy over the seeds, the majority-answer baseline on the same questions, n (test
-    questions), seeds, the LLM's dtype, the setting's config digest (`ledger.config_digest` without the seed), and the
-    first run's hardware, command and commit."""
+    questions), seeds, the LLM's dtype, the setting's config digest (`ledger.config_digest` without the seed), the
+    first run's hardware, command and commit, and why the setting is superseded ("" when it stands:
+    `study.superseded`)."""
     rows = []
     for r in records:
         config = {k: v for k, v in r["config"].items() if k != "seed"}
@@ -47,7 +49,8 @@ def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
                      **{f"secondary_{k}": v for k, v in metrics.get("secondary", {}).items()},
                      "config": config_digest(config),
                      "hardware": r["hardware"], "command": r["command"], "run_id": r["run_id"],
-                     "commit": (r.get("commit") or "")[:7], "finished": r.get("finished", "")})
+                     "commit": (r.get("commit") or "")[:7], "finished": r.get("finished", ""),
+                     "superseded": superseded(r)})
     if not rows:
         return pd.DataFrame(columns=["dataset", "method", "n", "seeds", "score", "score_std"])
     frame = pd.DataFrame(rows).sort_values("finished", kind="stable")  # "first" is the earliest run
@@ -56,7 +59,7 @@ def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
     table = grouped[scores].mean()
     table["score_std"] = grouped["score"].std()
     table["seeds"] = grouped["seed"].apply(lambda s: ", ".join(str(x) for x in sorted(s)))
-    for column in ("n", "llm_dtype", "hardware", "command", "commit"):
+    for column in ("n", "llm_dtype", "hardware", "command", "commit", "superseded"):
         table[column] = grouped[column].first()
     table = table.reset_index()
     front = ["dataset", "method", "llm_dtype", "n", "seeds", "score", "score_std", "majority"]
@@ -102,9 +105,9 @@ EXPLAGRAPHS_PAIRS = [("TopoRAG", "TopoRAG w/o CRL (no 2-cells)"), ("TopoRAG", "G
 def full_split_paired(records: list[dict[str, Any]], dataset: str,
                       pairs: list[tuple[str, str]]) -> pd.DataFrame:
     """`paired_runs.pairs` over the dataset's full-split runs with predictions; ExplaGraphs' questions are grouped by
-    whether their graph has a cycle (`testbed.with_cycle_families`: only those give TopoRAG a 2-cell), the testbed's
-    by family."""
-    runs = [r for r in full_split_records(records, dataset) if r.get("predictions")]
+    whether their graph has a cycle (`floors_and_evidence.with_cycle_families`: only those give TopoRAG a 2-cell),
+    the testbed's by family. Superseded runs (`study.superseded`) are left out."""
+    runs = [r for r in standing(full_split_records(records, dataset)) if r.get("predictions")]
     if runs and dataset == "explagraphs":
         runs = with_cycle_families(runs, load_dataset(dataset))
     return paired_runs.pairs(runs, pairs)
@@ -136,8 +139,9 @@ def full_split_side_by_side(records: list[dict[str, Any]], rows: list[tuple[str,
     """Per (row label, ledger method name) in `rows`' order, for each of `FULL_SPLIT_DATASETS`: our mean ± std over
     seeds on the full split with n, the seeds and the dataset's extra columns (`extras` replaces them), beside the
     paper's number (`theirs[paper_columns[dataset]]` at `theirs[key] == label`; no column where it is None); "not
-    run" where the ledger has no full-split run of that method. Where a method has several settings on a split, the
-    one with the most seeds (then the newest commit's) is shown. A last row holds each dataset's majority answer."""
+    run" where the ledger has no full-split run of that method. Where a method has several settings on a split, a
+    standing one before a superseded one (`study.superseded`; shown with the reason), then the one with the most
+    seeds (then the newest commit's) is shown. A last row holds each dataset's majority answer."""
     out = []
     tables = {d: full_split_table(records, d) for d in FULL_SPLIT_DATASETS}
     for label, method in rows:
@@ -150,8 +154,9 @@ def full_split_side_by_side(records: list[dict[str, Any]], rows: list[tuple[str,
                 row.update({name: "not run", **{f"{name} {e}": "" for e in shown}})
                 row.update({f"{name} n": "", f"{name} seeds": ""})
             else:
-                best = ours.assign(count=ours["seeds"].str.count(",")).sort_values("count", kind="stable").iloc[-1]
-                row[name] = _mean_std(best)
+                ranked = ours.assign(count=ours["seeds"].str.count(","), stands=ours["superseded"] == "")
+                best = ranked.sort_values(["stands", "count"], kind="stable").iloc[-1]
+                row[name] = _mean_std(best) + (f" (superseded: {best['superseded']})" if best["superseded"] else "")
                 for suffix, column in shown.items():
                     value = best.get(column)
                     row[f"{name} {suffix}"] = "" if value is None or pd.isna(value) else f"{value:.3f}"

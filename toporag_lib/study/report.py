@@ -102,7 +102,7 @@ def table1(results: Path) -> str | None:
     keep = ["method", "dataset", "llm_dtype", "n", "seeds", "score", "score_std", "majority"]
     keep += [c for c in ("acc_loop",) if c in ours]
     ours = ours.sort_values(["dataset", "n", "method", "commit"], ascending=[True, False, True, True], kind="stable")
-    wide = ours[keep + ["config", "commit"]].rename(columns={"score": "ours", "score_std": "ours std", "majority": "majority answer",
+    wide = ours[keep + ["config", "commit", "superseded"]].rename(columns={"score": "ours", "score_std": "ours std", "majority": "majority answer",
                                       "acc_loop": "ours loop questions"})
     paper_scores = paper.TABLE1.melt(id_vars=["setting", "method"], var_name="dataset", value_name="paper")
     table = wide.merge(paper_scores[["method", "dataset", "paper"]], on=["method", "dataset"], how="left")
@@ -144,12 +144,15 @@ def results_readme(results: str | Path, profile: str) -> str:
          "the same predictions: it credits an untrained LLM's sentence that names the answer, and also a 'yes no' "
          "hedge (see Testbed · floors), so it is not the primary metric. The bundled 135M LLM on a CPU, one epoch: "
          "not the paper's 7B setting. SubgraphRAG and GNN-RAG are adapted to these datasets (`retrieval.baselines.fitted.subgraphrag`, `retrieval.baselines.fitted.gnnrag`); "
-         "G-Retriever (own code) runs at G-Retriever's released settings._"),
+         "G-Retriever (own code) runs at G-Retriever's released settings. A score marked superseded is a run made "
+         "before only TopoRAG's rows read the cycle table: on ExplaGraphs every text row kept the graph's 2-cells, "
+         "so its text ended with TopoRAG's table of them (`study.superseded`); it is shown until its re-run "
+         "(`long_runs --suite table1`) is in the ledger, and left out of every paired comparison._"),
         ("Table 1 · every run in the ledger", table1(results),
          "_Ours: every run in the ledger (`runs/`), one row per method and setting (`config`: a digest of its config "
          "without the seed; `commit`: its first run's): the mean over its seeds, their standard deviation, n test "
          "questions (ExplaGraphs: of its 554; synthetic scenes stand in for SceneGraphs). Each record names its "
-         "command, commit and hardware._"),
+         "command, commit and hardware; `superseded` says why a setting no longer stands (`study.superseded`)._"),
         ("Table 1 · TopoRAG against the other trained rows, paired", table1_paired(records),
          "_Per dataset, over the seeds both ran (`study.paired_runs`, as in the Testbed sections below): a minus b, "
          "each question's correctness averaged over those seeds, 95% t-interval over questions, paired t-test p and "
@@ -263,7 +266,7 @@ def headline(results: str | Path) -> str:
         return "_No run in the ledger yet._"
     keep = ["dataset", "method", "n", "seeds", "score", "score_std", "majority"]
     keep += [c for c in ("acc_loop",) if c in table]
-    ordered = table[keep + ["hardware", "commit"]].sort_values(["dataset", "n", "method"],
+    ordered = table[keep + ["hardware", "commit", "superseded"]].sort_values(["dataset", "n", "method"],
                                                                ascending=[True, False, True])
     return markdown_table(ordered)
 

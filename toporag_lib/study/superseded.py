@@ -1,0 +1,34 @@
+"""Ledger records that a later fix made obsolete. They stay in the ledger as what they were; every table marks them,
+and the tables that compare methods leave them out.
+
+One fix so far: before it, on datasets whose retrieval is the whole graph (ExplaGraphs), every graph-text row kept
+the graph's 2-cells, so its text ended with TopoRAG's cycle table (`retrieval.textualize`). Only TopoRAG and the
+ablations that keep 2-cells should read that table (`experiments.CELL_METHODS`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toporag_lib.retrieval.retrieval_config import RetrievalConfig, dataset_retrieval
+
+READ_CYCLE_TABLE = "read TopoRAG's cycle table"
+
+
+def reads_foreign_cycle_table(record: dict[str, Any]) -> bool:
+    """True for a run of a non-TopoRAG row on a whole-graph dataset that kept every 2-cell and read graph text."""
+    config = record["config"]
+    if dataset_retrieval(config["dataset"]).method != "whole_graph" or record["name"].startswith("TopoRAG"):
+        return False
+    retrieval = config.get("retrieval", {})
+    k2 = retrieval.get("k2", RetrievalConfig().k2)
+    return retrieval.get("method") == "whole_graph" and k2 > 0 and config.get("graph_text", True)
+
+
+def superseded(record: dict[str, Any]) -> str:
+    """Why the record is superseded, or "" when it stands."""
+    return READ_CYCLE_TABLE if reads_foreign_cycle_table(record) else ""
+
+
+def standing(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in records if not superseded(r)]
