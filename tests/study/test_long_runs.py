@@ -90,8 +90,7 @@ def test_the_committed_ledger_holds_the_first_fourteen_testbed_jobs_under_their_
     ledger = PROJECT_ROOT / "results" / "runs"
     old = {(r["name"], r["config"]["dataset"]) for r in read_ledger(ledger) if superseded(r)}
     todo = [job for job in long_runs.jobs()[:14] if not long_runs.is_done(job, ledger)]
-    assert [(job.name, job.dataset) for job in todo] == [("G-Retriever", "explagraphs")]
-    assert all((job.name, job.dataset) in old for job in todo)
+    assert all((job.name, job.dataset) in old for job in todo), todo
 
 
 def test_park_carries_an_unfinished_run_and_the_next_queue_puts_it_back_then_releases_it_when_recorded(

@@ -28,8 +28,9 @@ def test_the_ledgers_old_explagraphs_baselines_are_marked_and_the_tables_prefer_
     marked = {r["name"] for r in records if superseded(r)}
     assert {"zero-shot", "G-Retriever", "G-Retriever + LoRA", "LoRA (text only)"} <= marked
     assert not any(name.startswith("TopoRAG") for name in marked)
+    records = [r for r in records if r["name"] != "G-Retriever" or superseded(r)]  # as before its re-run
     table = ledger_tables.table1_full_split(records, ["G-Retriever"])
-    assert table.loc[0, "ExplaGraphs"].endswith(f"(superseded: {READ_CYCLE_TABLE})")  # only old runs, so far
+    assert table.loc[0, "ExplaGraphs"].endswith(f"(superseded: {READ_CYCLE_TABLE})")  # shown, marked
     old = next(r for r in records if r["name"] == "G-Retriever" and superseded(r)
                and r["config"]["limits"]["test"] is None)
     config = {**old["config"], "retrieval": {**old["config"]["retrieval"], "k2": 0}}

@@ -67,7 +67,8 @@ def assert_same_examples(got, want):
     """Field by field, tensors bit for bit."""
     assert [e.index for e in got] == [e.index for e in want]
     for a, b in zip(got, want):
-        assert (a.text, a.question, a.label, a.family) == (b.text, b.question, b.label, b.family), a.index
+        assert (a.text, a.question, a.label, a.family, a.pair) == (b.text, b.question, b.label, b.family, b.pair), \
+            a.index
         assert a.complex.keys() == b.complex.keys()
         for key in a.complex.keys():
             same = torch.equal if isinstance(a.complex[key], torch.Tensor) else operator.eq
@@ -92,18 +93,22 @@ def test_shards_hold_what_the_local_path_builds(job, tiny_encoder_path):
 
 # Every dataset that runs offline, at its own defaults (edge texts, lifting, retrieval), a few questions per split.
 DATASETS = {"explagraphs": {}, "synthetic_scenes": OPTIONS, "gqa_fixtures": {},
-            "webqsp": {"root": str(BUNDLED_DATA / "webqsp_fixture")}}
+            "webqsp": {"root": str(BUNDLED_DATA / "webqsp_fixture")},
+            "synthetic_scenes v3": {"num_images": 6, "questions_per_image": 3, "version": 3}}  # twins: `pair`
 
 
-@pytest.mark.parametrize("dataset", sorted(DATASETS))
-def test_the_trainers_examples_are_the_same_made_locally_or_on_dask(dataset, client, tiny_encoder_path, tmp_path):
-    values = {"dataset": dataset, "dataset_options": DATASETS[dataset], "encoder_path": str(tiny_encoder_path),
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_the_trainers_examples_are_the_same_made_locally_or_on_dask(name, client, tiny_encoder_path, tmp_path):
+    dataset = name.split()[0]
+    values = {"dataset": dataset, "dataset_options": DATASETS[name], "encoder_path": str(tiny_encoder_path),
               "limits": {"train": 6, "val": 3, "test": 4}, "seed": 3}
     local, local_dim = make_examples(TrainConfig.from_dict(values), progress=False)
     address = client.scheduler.address  # the path a `--set preprocess=tcp://host:port` run takes
     on_dask, dask_dim = make_examples(TrainConfig.from_dict({**values, "preprocess": address}), progress=False,
                                       shards=tmp_path)
     assert local.keys() == on_dask.keys() and local_dim == dask_dim and sum(map(len, local.values())) >= 6
+    if "version" in DATASETS[name]:
+        assert any(e.pair for split in local.values() for e in split)
     for split in local:
         assert_same_examples(on_dask[split], local[split])
 

@@ -250,14 +250,14 @@ def _drop_note(count: int, reason: str, image_ids: list[str]) -> str:
 
 
 def build_scenegraphs(name: str, scene_graphs: dict[str, dict], questions: Sequence[GQAQuestion],
-                      boxes: bool = True) -> QADataset:
+                      boxes: bool = True, image_splits: dict[str, str] | None = None) -> QADataset:
     """Questions + scene graphs -> QADataset (graphs built once per image, shared by its questions).
 
     Questions whose image has no scene graph, or an empty one, are dropped and reported in `dropped`/`notes`.
     The split is computed over the image ids of all questions (as G-Retriever does), then applied to the kept
-    samples.
+    samples; `image_splits` (image id -> split name) gives it instead.
     """
-    assignment = split_image_ids(list(dict.fromkeys(q.image_id for q in questions)))
+    assignment = image_splits or split_image_ids(list(dict.fromkeys(q.image_id for q in questions)))
     graphs: dict[str, tuple[TextualGraph, dict[str, int]]] = {}
     samples: list[QASample] = []
     split: dict[str, list[int]] = {"train": [], "val": [], "test": []}

@@ -145,3 +145,29 @@ def per_family_accuracy(predictions: Sequence[str], labels: Sequence[str], famil
     for i, family in enumerate(families):
         groups[family].append(i)
     return {family: metric([predictions[i] for i in idx], [labels[i] for i in idx]) for family, idx in groups.items()}
+
+
+def twin_accuracy(correct: Sequence[bool], pairs: Sequence[str]) -> float:
+    """The share of counterfactual twin pairs (questions sharing a non-empty `pairs` id; pairs with one member in
+    `correct` are left out) whose two questions are both answered right. Twins have opposite answers, so any
+    constant answer, or any rule that cannot tell the twins apart, scores 0; nan without a whole pair."""
+    if len(pairs) != len(correct):
+        raise ValueError(f"{len(pairs)} pair ids but {len(correct)} answers")
+    members: dict[str, list[bool]] = defaultdict(list)
+    for pair, right in zip(pairs, correct):
+        if pair:
+            members[pair].append(bool(right))
+    whole = [both for both in members.values() if len(both) == 2]
+    if any(len(both) > 2 for both in members.values()):
+        raise ValueError("a twin pair id is shared by more than two questions")
+    return sum(all(both) for both in whole) / len(whole) if whole else float("nan")
+
+
+def per_family_twin_accuracy(correct: Sequence[bool], pairs: Sequence[str], families: Sequence[str]) -> dict[str, float]:
+    """`twin_accuracy` within each family that has twins."""
+    out = {}
+    for family in dict.fromkeys(families):
+        idx = [i for i, f in enumerate(families) if f == family]
+        if any(pairs[i] for i in idx):
+            out[family] = twin_accuracy([correct[i] for i in idx], [pairs[i] for i in idx])
+    return out

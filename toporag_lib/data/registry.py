@@ -7,7 +7,7 @@ which retrieval its questions get by default, and what the paper reports about i
 | `scenegraphs` | `root=`, `questions=`, `scene_graphs=` | official GQA files, local | `label in prediction` | TopoRAG |
 | `gqa_fixtures` | none | 7 real GQA scene graphs, shipped | `label in prediction` | TopoRAG |
 | `webqsp` | `root=` | RoG-webqsp, local | Hit (Hit@1) | TopoRAG, k1 = 3 |
-| `synthetic_scenes` | `num_images=`, `questions_per_image=`, `seed=`, `version=` | ours | exact match | TopoRAG |
+| `synthetic_scenes` | `num_images=`, `questions_per_image=`, `seed=`, `version=` (1, 2 the default, 3 twins) | ours | exact match | TopoRAG |
 
 Retrieval defaults are overrides of `toporag_lib.retrieval.RetrievalConfig`'s (the paper's top-k, section 5.1,
 and G-Retriever's cost_e; c2 and k2 are ours), lifting defaults of `toporag_lib.topology.LiftConfig`'s; the synthetic

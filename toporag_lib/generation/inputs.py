@@ -21,6 +21,7 @@ class Example:
     question: str
     label: str
     family: str = ""
+    pair: str = ""  # the id shared with its counterfactual twin (testbed version 3's loop questions)
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,7 @@ def table1(results: Path) -> str | None:
     if ours.empty:
         return None
     keep = ["method", "dataset", "llm_dtype", "n", "seeds", "score", "score_std", "majority"]
-    keep += [c for c in ("acc_loop",) if c in ours]
+    keep += [c for c in ("acc_loop", "twin_loop") if c in ours]
     ours = ours.sort_values(["dataset", "n", "method", "commit"], ascending=[True, False, True, True], kind="stable")
     wide = ours[keep + ["config", "commit", "superseded"]].rename(columns={"score": "ours", "score_std": "ours std", "majority": "majority answer",
                                       "acc_loop": "ours loop questions"})
@@ -265,7 +265,7 @@ def headline(results: str | Path) -> str:
     if table.empty:
         return "_No run in the ledger yet._"
     keep = ["dataset", "method", "n", "seeds", "score", "score_std", "majority"]
-    keep += [c for c in ("acc_loop",) if c in table]
+    keep += [c for c in ("acc_loop", "twin_loop") if c in table]
     ordered = table[keep + ["hardware", "commit", "superseded"]].sort_values(["dataset", "n", "method"],
                                                                ascending=[True, False, True])
     return markdown_table(ordered)

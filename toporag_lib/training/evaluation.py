@@ -8,8 +8,8 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from toporag_lib.data.metrics import per_family_accuracy
-from toporag_lib.data.registry import dataset_spec, metric_for
+from toporag_lib.data.metrics import per_family_accuracy, per_family_twin_accuracy
+from toporag_lib.data.registry import correct_for, dataset_spec, metric_for
 from toporag_lib.generation.inputs import Example, collate
 from toporag_lib.training import data_parallel
 from toporag_lib.training.train_config import TrainConfig
@@ -62,7 +62,8 @@ def predict(model: torch.nn.Module, examples: list[Example], config: TrainConfig
     for start in range(0, len(examples), config.eval_batch_size):
         chunk = examples[start:start + config.eval_batch_size]
         outputs = model.generate(collate(chunk), config.max_txt_len, config.max_new_tokens)
-        records += [{"index": e.index, "question": e.question, "label": e.label, "pred": output, "family": e.family}
+        records += [{"index": e.index, "question": e.question, "label": e.label, "pred": output, "family": e.family,
+                     **({"pair": e.pair} if e.pair else {})}
                     for e, output in zip(chunk, outputs)]
         bar.update(len(chunk))
     bar.close()
@@ -71,7 +72,8 @@ def predict(model: torch.nn.Module, examples: list[Example], config: TrainConfig
 
 def split_metrics(dataset: str, split: str, records: list[dict[str, Any]]) -> dict[str, Any]:
     """A split's metrics from its prediction records: n, the dataset's score, its secondary metrics and, where
-    questions have families, accuracy per family."""
+    questions have families, accuracy per family, and where they come as counterfactual twins, twin accuracy per
+    family (`metrics.twin_accuracy`)."""
     preds, labels = [r["pred"] for r in records], [r["label"] for r in records]
     metric = metric_for(dataset)
     metrics = {"dataset": dataset, "split": split, "n": len(records),
@@ -82,4 +84,7 @@ def split_metrics(dataset: str, split: str, records: list[dict[str, Any]]) -> di
     families = [r["family"] for r in records]
     if any(families):
         metrics["per_family"] = per_family_accuracy(preds, labels, families, metric)
+    if any("pair" in r for r in records):
+        correct = [correct_for(dataset)(p, label) for p, label in zip(preds, labels)]
+        metrics["twin"] = per_family_twin_accuracy(correct, [r.get("pair", "") for r in records], families)
     return metrics

@@ -35,5 +35,6 @@ def build_examples(prepared: PreparedDataset, indices: Sequence[int], retriever:
             question=sample.question + question_suffix,
             label=sample.label,
             family=sample.meta.get("family", ""),
+            pair=sample.meta.get("pair", ""),
         ))
     return examples

@@ -168,7 +168,7 @@ def iter_examples(out_dir: str | Path) -> Iterator[Example]:
     """`examples.Example`s rebuilt from a finished job's shards, one shard in memory at a time."""
     for r in iter_records(out_dir):
         yield Example(index=r["index"], complex=ComplexData(**r["complex"]), text=r["text"],
-                      question=r["question"], label=r["label"], family=r["family"])
+                      question=r["question"], label=r["label"], family=r["family"], pair=r.get("pair", ""))
 
 
 # Driver side.
@@ -295,7 +295,7 @@ def _job_dataset(config: TrainConfig, indices_json: str) -> QADataset:
 
 def _sample_digest(sample: QASample) -> str:
     return _canonical([sample.id, sample.question, sample.query, sample.label, sample.meta.get("family", ""),
-                       graph_key(sample.graph)])
+                       *([sample.meta["pair"]] if "pair" in sample.meta else []), graph_key(sample.graph)])
 
 
 def _survey(config_json: str, indices_json: str) -> dict[str, Any]:
@@ -337,7 +337,7 @@ def _prepare_chunk(config: TrainConfig, chunk: QADataset, start: int, shard: int
 def _record(example: Example, sample: QASample, index: int) -> dict[str, Any]:
     data = example.complex
     return {"index": index, "id": sample.id, "question": example.question, "label": example.label,
-            "family": example.family, "nodes": data.node_ids, "edges": data.edge_ids, "cells2": data.cell_ids,
+            "family": example.family, "pair": example.pair, "nodes": data.node_ids, "edges": data.edge_ids, "cells2": data.cell_ids,
             "text": example.text, "complex": data.to_dict()}
 
 

@@ -8,12 +8,15 @@ import pytest
 
 from toporag_lib.data.testbed.loader import load_synthetic_scenes
 
-# sha256 of the files of 30 images, 3 questions each, seed 0, as written before the testbed moved into one folder
+# sha256 of the files of 30 images, 3 questions each, seed 0: versions 1 and 2 as written before the testbed moved
+# into one folder (as their runs read them), version 3 as first written
 FILES = {
     1: {"questions.json": "5df0b0e7022f98d30a4979267315311cfb759dd4e642c2d3c38bad16c56b526c",
         "sceneGraphs.json": "d5b321d364b4f90b99496105f45ae398eb9fa8270a12384378c4113efc3da614"},
     2: {"questions.json": "abf79d4766e365076ac5839e46413a340830764015f5d76f5e700cc1b33796a1",
         "sceneGraphs.json": "c26aa6431aa3958830974b4b299244696deb9c2242b4ce591cd0859badde7965"},
+    3: {"questions.json": "893309e39a884bd165147f5a21f8cb70bc3dc78b023aab5a17eddb18a477e064",
+        "sceneGraphs.json": "f65917f5bb3e8acbffaf71132062e53e4782ddb61717858d8491147cf8de5b13"},  # when it was made
 }
 
 

@@ -80,8 +80,8 @@ def test_solvers_refuse_version_1_samples():
     sample = load_dataset("synthetic_scenes", num_images=3, version=1)[0]
     with pytest.raises(ValueError, match="need synthetic_scenes version 2"):
         loop_answer(sample)
-    with pytest.raises(ValueError, match="version=3: expected 1 or 2"):
-        load_dataset("synthetic_scenes", num_images=3, version=3)
+    with pytest.raises(ValueError, match="version=4: expected 1 or 2 or 3"):
+        load_dataset("synthetic_scenes", num_images=3, version=4)
 
 
 def test_accuracy_by_cycles_splits_on_the_questions_graph():

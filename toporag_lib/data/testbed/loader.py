@@ -19,8 +19,9 @@ from toporag_lib.data.gqa import (
 )
 from toporag_lib.data.testbed.questions_v1 import generate_scenes
 from toporag_lib.data.testbed.questions_v2 import generate_testbed
+from toporag_lib.data.testbed.questions_v3 import generate_twin_testbed, image_splits
 
-VERSIONS = {1: generate_scenes, 2: generate_testbed}
+VERSIONS = {1: generate_scenes, 2: generate_testbed, 3: generate_twin_testbed}
 
 
 def _write_scenes_files(out_dir: Path, scenes: dict, questions: dict) -> tuple[Path, Path]:
@@ -45,11 +46,13 @@ def load_synthetic_scenes(num_images: int = 1000, questions_per_image: int = 3, 
                           root: str | Path | None = None, version: int = 2) -> QADataset:
     """Synthetic scenes as a QADataset (through the SceneGraphs conversion), with family/needs in each meta.
 
-    `version=2` (the default) is the testbed of `questions_v2`, whose loop questions need the loop; `version=1`
-    the scenes of `questions_v1`, as every run before version 2 existed used them. With `root`, the
-    files are written there first and read back. meta adds `family`, `needs`, `template` and `evidence` ({"nodes",
-    "edges"}: graph ids of the cells the answer depends on); version 2 also `structure` (what the reference solvers
-    read) and version 1 `evidence_nodes` (node indices of every object the answer depends on).
+    `version=2` (the default) is the testbed of `questions_v2`, whose loop questions need the loop; `version=3`
+    that of `questions_v3`, whose loop questions come as counterfactual twins (split by pairs); `version=1` the
+    scenes of `questions_v1`, as every run before version 2 existed used them. With `root`, the files are written
+    there first and read back. meta adds `family`, `needs`, `template` and `evidence` ({"nodes", "edges"}: graph ids
+    of the cells the answer depends on); versions 2 and 3 also `structure` (what the reference solvers read),
+    version 3 `pair` on loop questions (the id the twins share) and version 1 `evidence_nodes` (node indices of every
+    object the answer depends on).
     """
     if version not in VERSIONS:
         raise ValueError(f"synthetic_scenes version={version!r}: expected {' or '.join(map(str, VERSIONS))}")
@@ -59,7 +62,8 @@ def load_synthetic_scenes(num_images: int = 1000, questions_per_image: int = 3, 
     else:
         scene_path, question_path = _write_scenes_files(Path(root), scenes, questions)
         scenes, records = read_scene_graphs(scene_path), read_questions(question_path)
-    dataset = build_scenegraphs("synthetic_scenes", scenes, records, boxes=version == 1)
+    splits = image_splits(list(scenes)) if version == 3 else None
+    dataset = build_scenegraphs("synthetic_scenes", scenes, records, boxes=version == 1, image_splits=splits)
     for sample in dataset:
         q = questions[sample.id]
         sample.meta.update(family=q["family"], needs=q["needs"], template=q["template"], version=version)
@@ -68,4 +72,6 @@ def load_synthetic_scenes(num_images: int = 1000, questions_per_image: int = 3, 
             sample.meta["evidence_nodes"] = [index[o] for o in q["objects"]]
         else:
             sample.meta.update(evidence=q["evidence"], structure=q["structure"])
+            if "pair" in q:
+                sample.meta["pair"] = q["pair"]
     return dataset

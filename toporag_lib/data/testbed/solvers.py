@@ -1,4 +1,4 @@
-"""Reference solvers of the testbed (version 2): what nodes and paths can answer, and
+"""Reference solvers of the testbed (versions 2 and 3): what nodes and paths can answer, and
 what takes loops.
 
 Both read only the sample's graph (node texts, edges) and its question's structure (`sample.meta["structure"]`:
@@ -46,7 +46,7 @@ class GraphView:
 def _structure(sample: QASample) -> dict:
     if "structure" not in sample.meta:
         raise ValueError(f"sample {sample.id} has no question structure: the reference solvers need synthetic_scenes "
-                         "version 2")
+                         "version 2 or 3")
     return sample.meta["structure"]
 
 
