@@ -99,6 +99,7 @@ def test_03_retrieval_writes_table6_and_coverage(tmp_path, isolated_cache, tiny_
     assert set(evidence.method) == set(floors_and_evidence.RETRIEVAL_VARIANTS) and evidence.evidence_recall.between(0, 1).all()
     whole_loop = evidence[(evidence.family == "loop") & (evidence.method == "G-Retriever")]
     assert len(whole_loop) == 1 and (evidence.evidence_recall_lo <= evidence.evidence_recall).all()
+    assert {"loop, answer yes", "loop, answer no"} <= set(evidence.family)  # recall by answer: no leak
 
 
 def tiny_training(llm: Path, encoder: Path) -> dict:

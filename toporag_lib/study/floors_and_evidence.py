@@ -94,8 +94,8 @@ def floors(dataset: QADataset, split: str = "test") -> pd.DataFrame:
 def evidence_table(dataset: QADataset, variants: dict[str, dict[str, Any]], encoder: TextEncoder,
                    count_tokens: Callable[[str], int] | None = None,
                    fit_on: QADataset | None = None) -> pd.DataFrame:
-    """Evidence recall, answer coverage and tokens per variant and family on `dataset`, with 95% intervals (see the
-    module docstring); each distinct (lifting, edge text) is prepared once. A learned retrieval (SubgraphRAG,
+    """Evidence recall, answer coverage and tokens per variant and family on `dataset` (the loop family also by
+    answer, "loop, answer yes" and "loop, answer no"), with 95% intervals (see the module docstring); each distinct (lifting, edge text) is prepared once. A learned retrieval (SubgraphRAG,
     GNN-RAG) is fitted on `fit_on` (the training split; never `dataset`); without it such variants are left out."""
     prepared: dict[tuple[str, str], PreparedDataset] = {}
 
@@ -118,6 +118,8 @@ def evidence_table(dataset: QADataset, variants: dict[str, dict[str, Any]], enco
         subs = retrieve_all(target, make_retriever(config.retrieval, training))
         reports.append(retrieval_report(target, subs, count_tokens=count_tokens).assign(method=name))
     report = pd.concat(reports, ignore_index=True)
+    loops = report[report.family == "loop"]  # and by answer: a retrieval that holds the loop for "yes" only leaks it
+    report = pd.concat([report, loops.assign(family="loop, answer " + loops.label)], ignore_index=True)
     rates = [r for r in ("evidence_recall", "covers_answer", "loop_2cell_retrieved") if r in report]
     return rates_with_intervals(report, ["method", "family"], rates)
 

@@ -81,14 +81,14 @@ def rates_with_intervals(report: pd.DataFrame, by: Sequence[str], rates: Sequenc
 
 def retrieval_report(prepared: PreparedDataset, subs: Sequence[Subcomplex], indices: Sequence[int] | None = None,
                      count_tokens: Callable[[str], int] | None = None) -> pd.DataFrame:
-    """One row per question: cells per dimension, answer coverage, question family, and (optionally) the
+    """One row per question: cells per dimension, answer coverage, question family and label, and (optionally) the
     subcomplex text's length in tokens of `count_tokens`."""
     indices = range(len(subs)) if indices is None else indices
     rows = []
     for i, sub in zip(indices, subs):
         sample = prepared.sample(i)
         cc = prepared.complex_of(i)
-        row = {"sample": i, "family": sample.meta.get("family", ""), **sub.counts(),
+        row = {"sample": i, "family": sample.meta.get("family", ""), "label": sample.label, **sub.counts(),
                "graph_0cells": cc.num_cells(0), "graph_1cells": cc.num_cells(1), "graph_2cells": cc.num_cells(2),
                "covers_answer": covers_answer(sub, sample.meta.get("answer_nodes", [])),
                "evidence_recall": holds_evidence(sub, sample.meta.get("evidence"), sample.graph)}
