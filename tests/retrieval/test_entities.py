@@ -1,6 +1,7 @@
 """Question entities, answer cells and shortest-path labels on fixed samples (`retrieval.baselines.fitted.entities`)."""
 
 import numpy as np
+import pytest
 import torch
 
 from toporag_lib.data.graph import QASample, TextualGraph
@@ -51,11 +52,16 @@ def test_webqsp_question_entities_are_its_q_entity_nodes():
     assert answer_nodes(s).tolist() == [2]
 
 
-def test_answer_nodes_from_evidence_or_the_label():
-    assert answer_nodes(sample("q", evidence={"nodes": [4, 1], "edges": []})).tolist() == [1, 4]
-    assert answer_nodes(sample("q", evidence_nodes=[3])).tolist() == [3]
+def test_answer_nodes_are_what_a_real_dataset_has_and_the_evidence_only_by_name():
+    with_evidence = sample("q", evidence={"nodes": [4, 1], "edges": []})
+    assert answer_nodes(with_evidence, "evidence").tolist() == [1, 4]
+    assert answer_nodes(with_evidence).tolist() == []  # the paper's targets never read the answer key
+    assert answer_nodes(sample("q", evidence_nodes=[3]), "evidence").tolist() == [3]
+    assert answer_nodes(sample("q", answer_nodes=[3], evidence={"nodes": [4], "edges": []})).tolist() == [3]
     assert answer_nodes(sample("what is on the table?", label="red")).tolist() == [2]
     assert answer_nodes(sample("support or counter?", label="support")).tolist() == []
+    with pytest.raises(ValueError, match="fit targets 'labels'"):
+        answer_nodes(with_evidence, "labels")
 
 
 def square_complex():
@@ -73,7 +79,8 @@ def test_every_shortest_path_labels_its_edges():
 def test_answer_edges_follow_evidence_then_paths_then_the_answers_own_edges():
     graph, cc = square_complex()
     with_evidence = QASample("s", "q", "x", graph, {"evidence": {"nodes": [1], "edges": [4]}})
-    assert answer_edges(with_evidence, cc, np.array([0]), np.array([1])).tolist() == [4]
+    assert answer_edges(with_evidence, cc, np.array([0]), np.array([1]), "evidence").tolist() == [4]
+    assert answer_edges(with_evidence, cc, np.array([0]), np.array([1])).tolist() == [0]  # the shortest path
     plain = QASample("s", "q", "x", graph)
     assert answer_edges(plain, cc, np.array([0]), np.array([4])).tolist() == [0, 1, 2, 3, 4]
     assert answer_edges(plain, cc, np.array([], dtype=np.int64), np.array([4])).tolist() == [4]  # no entity

@@ -184,4 +184,4 @@ def test_config_defaults_are_documented_values():
     config = RetrievalConfig("subgraphrag")
     assert (config.top_k, config.dde_rounds, config.candidates, config.gnn_layers) == (10, 2, 3, 2)
     assert config.reads() == {"method": "subgraphrag", "top_k": 10, "dde_rounds": 2, "fit_epochs": 10,
-                               "fit_lr": 1e-3, "fit_seed": 0}
+                               "fit_lr": 1e-3, "fit_seed": 0, "fit_targets": "answers"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from toporag_lib.paths import PROJECT_ROOT
 from toporag_lib.study import ledger_tables
 from toporag_lib.study.experiments import TABLE1_METHODS, method_config
-from toporag_lib.study.superseded import READ_CYCLE_TABLE, superseded
+from toporag_lib.study.superseded import FITTED_ON_EVIDENCE, READ_CYCLE_TABLE, superseded
 from toporag_lib.training.ledger import read_ledger
 
 
@@ -37,3 +37,13 @@ def test_the_ledgers_old_explagraphs_baselines_are_marked_and_the_tables_prefer_
     fresh = {**old, "run_id": "re-run", "finished": "9999", "config": config, "metrics": {**old["metrics"], "score": 0.5}}
     table = ledger_tables.table1_full_split([*records, fresh], ["G-Retriever"])
     assert table.loc[0, "ExplaGraphs"] == "0.500"  # the standing setting, though it has fewer seeds
+
+
+def test_a_fitted_retrieval_trained_on_the_testbeds_evidence_is_superseded():
+    assert superseded(record("GNN-RAG", "synthetic_scenes", fit_targets="evidence")) == FITTED_ON_EVIDENCE
+    old = record("SubgraphRAG", "synthetic_scenes")
+    del old["config"]["retrieval"]["fit_targets"]  # a record made before the key existed
+    assert superseded(old) == FITTED_ON_EVIDENCE
+    assert superseded(record("GNN-RAG", "synthetic_scenes")) == ""  # fitted to answers, as its paper
+    assert superseded(record("GNN-RAG", "explagraphs", fit_targets="evidence")) == ""  # no evidence there
+    assert any(superseded(r) == FITTED_ON_EVIDENCE for r in read_ledger(PROJECT_ROOT / "results" / "runs"))

@@ -16,6 +16,8 @@ import numpy as np
 from toporag_lib.data.registry import dataset_spec
 from toporag_lib.retrieval.toporag import CELL_COSTS, CELL_RANKS, CELLS, PRIZES
 
+FIT_TARGETS = ("answers", "evidence")  # what a fitted retrieval is trained on (`baselines.fitted.entities`)
+
 METHOD_PARAMS: dict[str, tuple[str, ...]] = {
     "toporag": ("k0", "k1", "k2", "c2", "cost_e", "prizes", "cells", "cell_rank", "cell_cost"),
     "gretriever": ("k0", "k1", "cost_e"),
@@ -23,8 +25,8 @@ METHOD_PARAMS: dict[str, tuple[str, ...]] = {
     "whole_graph": ("k2",),
     "khop": ("k0", "hops"),
     "kaping": ("k1",),
-    "subgraphrag": ("top_k", "dde_rounds", "fit_epochs", "fit_lr", "fit_seed"),
-    "gnnrag": ("candidates", "gnn_layers", "fit_epochs", "fit_lr", "fit_seed"),
+    "subgraphrag": ("top_k", "dde_rounds", "fit_epochs", "fit_lr", "fit_seed", "fit_targets"),
+    "gnnrag": ("candidates", "gnn_layers", "fit_epochs", "fit_lr", "fit_seed", "fit_targets"),
 }
 PAPER_ALGORITHM_3 = {"cells": "all", "cell_cost": "boundary"}  # its literal reading: every 2-cell, paying its edges
 FITTED_METHODS = ("subgraphrag", "gnnrag")  # fitted on the training split first (`retrieval.baselines.fitted`)
@@ -42,7 +44,9 @@ class RetrievalConfig:
     WebQSP; 10 here, for scene graphs of tens of edges), dde_rounds, its forward and backward rounds of directional
     distance encoding (2, as SubgraphRAG); candidates, GNN-RAG's answer candidates (3), gnn_layers, its GNN's depth
     (2: the testbed's answers lie within two hops of the question's objects); fit_epochs, fit_lr, fit_seed: how
-    either is fitted (10 epochs of Adam at 1e-3, SubgraphRAG's rate; weights and order from the seed).
+    either is fitted (10 epochs of Adam at 1e-3, SubgraphRAG's rate; weights and order from the seed); fit_targets,
+    what it is fitted to: "answers", what its paper trains on (answer nodes; shortest-path triples to them), or
+    "evidence", the testbed's evidence cells that every run before this choice used (no real dataset has them).
     """
 
     method: str = "toporag"
@@ -63,12 +67,13 @@ class RetrievalConfig:
     fit_epochs: int = 10
     fit_lr: float = 1e-3
     fit_seed: int = 0
+    fit_targets: str = "answers"
 
     def __post_init__(self) -> None:
         if self.method not in METHOD_PARAMS:
             raise ValueError(f"unknown retrieval method {self.method!r}; known: {list(METHOD_PARAMS)}")
         for name, allowed in (("prizes", PRIZES), ("cells", CELLS), ("cell_rank", CELL_RANKS),
-                              ("cell_cost", CELL_COSTS)):
+                              ("cell_cost", CELL_COSTS), ("fit_targets", FIT_TARGETS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"RetrievalConfig.{name}={getattr(self, name)!r}: expected one of {list(allowed)}")
         for names, least in ((("k0", "k1", "k2", "hops", "dde_rounds", "fit_seed"), 0),

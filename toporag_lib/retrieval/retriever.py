@@ -50,5 +50,5 @@ def make_retriever(config: RetrievalConfig, training: Iterable[Question] = ()) -
     if not isinstance(config, RetrievalConfig):
         raise TypeError(f"make_retriever takes a RetrievalConfig, not {type(config).__name__} {config!r}")
     if config.method in FITTED_METHODS:
-        return fit(config, [graph_question(sample, cc, query, targets=True) for sample, cc, query in training])
+        return fit(config, [graph_question(sample, cc, query, targets=config.fit_targets) for sample, cc, query in training])
     return ModelFreeRetriever(config)

@@ -144,10 +144,11 @@ def results_readme(results: str | Path, profile: str) -> str:
          "the same predictions: it credits an untrained LLM's sentence that names the answer, and also a 'yes no' "
          "hedge (see Testbed · floors), so it is not the primary metric. The bundled 135M LLM on a CPU, one epoch: "
          "not the paper's 7B setting. SubgraphRAG and GNN-RAG are adapted to these datasets (`retrieval.baselines.fitted.subgraphrag`, `retrieval.baselines.fitted.gnnrag`); "
-         "G-Retriever (own code) runs at G-Retriever's released settings. A score marked superseded is a run made "
-         "before only TopoRAG's rows read the cycle table: on ExplaGraphs every text row kept the graph's 2-cells, "
-         "so its text ended with TopoRAG's table of them (`study.superseded`); it is shown until its re-run "
-         "(`long_runs --suite table1`) is in the ledger, and left out of every paired comparison._"),
+         "G-Retriever (own code) runs at G-Retriever's released settings. A score marked superseded is a run a "
+         "later fix made obsolete (`study.superseded`): on ExplaGraphs a text row that read TopoRAG's cycle table "
+         "(every text row kept the graph's 2-cells), or on the testbed a fitted retrieval trained on the evidence "
+         "cells, its answer key; it is shown until its re-run (`long_runs --suite table1`) is in the ledger, and "
+         "left out of every paired comparison._"),
         ("Table 1 · every run in the ledger", table1(results),
          "_Ours: every run in the ledger (`runs/`), one row per method and setting (`config`: a digest of its config "
          "without the seed; `commit`: its first run's): the mean over its seeds, their standard deviation, n test "

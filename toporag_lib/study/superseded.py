@@ -1,18 +1,23 @@
 """Ledger records that a later fix made obsolete. They stay in the ledger as what they were; every table marks them,
 and the tables that compare methods leave them out.
 
-One fix so far: before it, on datasets whose retrieval is the whole graph (ExplaGraphs), every graph-text row kept
-the graph's 2-cells, so its text ended with TopoRAG's cycle table (`retrieval.textualize`). Only TopoRAG and the
-ablations that keep 2-cells should read that table (`experiments.CELL_METHODS`).
+Two fixes so far:
+- before the first, on datasets whose retrieval is the whole graph (ExplaGraphs), every graph-text row kept the
+  graph's 2-cells, so its text ended with TopoRAG's cycle table (`retrieval.textualize`). Only TopoRAG and the
+  ablations that keep 2-cells should read that table (`experiments.CELL_METHODS`);
+- before the second, the fitted retrievals (SubgraphRAG, GNN-RAG) were trained on the testbed's evidence cells, its
+  answer key, which no real dataset has (`RetrievalConfig.fit_targets`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from toporag_lib.retrieval.retrieval_config import RetrievalConfig, dataset_retrieval
+from toporag_lib.retrieval.retrieval_config import FITTED_METHODS, RetrievalConfig, dataset_retrieval
 
 READ_CYCLE_TABLE = "read TopoRAG's cycle table"
+FITTED_ON_EVIDENCE = "fitted on the testbed's evidence"
+EVIDENCE_DATASETS = ("synthetic_scenes",)  # the datasets whose samples carry evidence cells
 
 
 def reads_foreign_cycle_table(record: dict[str, Any]) -> bool:
@@ -25,9 +30,19 @@ def reads_foreign_cycle_table(record: dict[str, Any]) -> bool:
     return retrieval.get("method") == "whole_graph" and k2 > 0 and config.get("graph_text", True)
 
 
+def fitted_on_evidence(record: dict[str, Any]) -> bool:
+    """True for a fitted retrieval on the testbed trained on its evidence cells (runs made before `fit_targets`)."""
+    config = record["config"]
+    retrieval = config.get("retrieval", {})
+    return (config["dataset"] in EVIDENCE_DATASETS and retrieval.get("method") in FITTED_METHODS
+            and retrieval.get("fit_targets", "evidence") == "evidence")
+
+
 def superseded(record: dict[str, Any]) -> str:
     """Why the record is superseded, or "" when it stands."""
-    return READ_CYCLE_TABLE if reads_foreign_cycle_table(record) else ""
+    if reads_foreign_cycle_table(record):
+        return READ_CYCLE_TABLE
+    return FITTED_ON_EVIDENCE if fitted_on_evidence(record) else ""
 
 
 def standing(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -35,8 +35,13 @@ FITTED_RETRIEVAL_KEYS = (("top_k", 10), ("dde_rounds", 2), ("candidates", 3), ("
 # interrupted ones resume; any other value makes a new run.
 # Records without such a key ran with that value.
 LATER_KEYS: dict[tuple[str, ...], Any] = {("model", "virtual_init"): None, ("embedding_batching",): "single",
-                                          **{("retrieval", name): value for name, value in FITTED_RETRIEVAL_KEYS}}
+                                          **{("retrieval", name): value for name, value in FITTED_RETRIEVAL_KEYS},
+                                          ("retrieval", "fit_targets"): "evidence"}
 
+
+# Keys that only some retrieval methods read, left out of every other method's identity: a key added later whose
+# new default differs from its old value re-keys only the runs that read it.
+READ_BY_METHODS: dict[tuple[str, ...], tuple[str, ...]] = {("retrieval", "fit_targets"): ("subgraphrag", "gnnrag")}
 
 # Where the work ran, not what it computed (the sharded path makes the local path's examples, tested): left out of a
 # run's identity, so the same run preprocessed on Dask or locally is one run.
@@ -62,11 +67,17 @@ def with_later_keys(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def config_digest(config: dict[str, Any]) -> str:
-    """A short hash of a config dict (key order does not matter; `LATER_KEYS` at their old value and
-    `EXECUTION_KEYS` are left out)."""
+    """A short hash of a config dict (key order does not matter; `LATER_KEYS` at their old value, `READ_BY_METHODS`
+    keys of the methods that do not read them and `EXECUTION_KEYS` are left out)."""
     config = {k: v for k, v in json.loads(json.dumps(config)).items() if k not in EXECUTION_KEYS}
     for holder, key, old in _later_key_holders(config):
         if key in holder and holder[key] == old:
+            del holder[key]
+    for (*parents, key), methods in READ_BY_METHODS.items():
+        holder = config
+        for name in parents:
+            holder = holder.get(name) if isinstance(holder, dict) else None
+        if isinstance(holder, dict) and key in holder and holder.get("method") not in methods:
             del holder[key]
     return hashlib.sha1(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]
 

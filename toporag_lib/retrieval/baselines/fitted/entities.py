@@ -10,16 +10,16 @@ Question entities (the topic entities both papers start from):
   matches it, so "coffee table" does not also name every "table". When the words just before a mention are
   attributes of that name's nodes ("the red cup"), only the nodes having all of them are kept, if any has.
 
-Answer nodes (GNN-RAG's training targets):
-- WebQSP: the a_entity nodes (`meta["answer_nodes"]`, found by the loader);
-- the synthetic testbed: its evidence nodes (`meta["evidence"]["nodes"]`; version 1: `meta["evidence_nodes"]`);
-- otherwise the nodes whose text names the label (normalised, whole words). ExplaGraphs' labels (support, counter)
-  name no concept: its questions give no target (and its graphs, about 4 edges, fit in any top-K anyway).
-
-Answer triples (SubgraphRAG's training targets): the testbed's evidence edges where it has some; otherwise every
-edge on a shortest undirected path from a question entity to an answer node (SubgraphRAG's labels on WebQSP: the
-shortest paths from q_entity to a_entity), plus the edges touching an answer node that no such path reaches (it is
-a question entity, or no entity reaches it), so that some triple carries every answer node.
+Training targets, `targets="answers"` (the default, `RetrievalConfig.fit_targets`): what a real dataset has, as
+the two papers train on it.
+- Answer nodes (GNN-RAG's): WebQSP's a_entity nodes and GQA's (and the testbed's) annotated answer objects
+  (`meta["answer_nodes"]`, found by the loaders); otherwise the nodes whose text names the label (normalised, whole
+  words). Yes/no questions and ExplaGraphs' labels (support, counter) name no node: they give no target.
+- Answer triples (SubgraphRAG's): every edge on a shortest undirected path from a question entity to an answer node
+  (SubgraphRAG's labels on WebQSP: the shortest paths from q_entity to a_entity), plus the edges touching an answer
+  node that no such path reaches (it is a question entity, or no entity reaches it).
+`targets="evidence"` is what runs before this choice existed trained on: the testbed's evidence cells
+(`meta["evidence"]`; version 1: `meta["evidence_nodes"]`), its answer key, which no real dataset has.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import numpy as np
 
 from toporag_lib.data.graph import QASample, TextualGraph
 from toporag_lib.retrieval.baselines.fitted.graph_paths import shortest_path_edges
+from toporag_lib.retrieval.retrieval_config import FIT_TARGETS
 from toporag_lib.topology.complex import CellComplex
 
 _OTHER = re.compile(r"[^0-9a-z]+")
@@ -86,15 +87,19 @@ def question_entities(sample: QASample) -> np.ndarray:
     return named_nodes(sample.graph, sample.query)
 
 
-def answer_nodes(sample: QASample) -> np.ndarray:
-    """Sorted node ids that bear the sample's answer (module docstring); empty when none is known."""
+def answer_nodes(sample: QASample, targets: str = "answers") -> np.ndarray:
+    """Sorted node ids that bear the sample's answer under `targets` (module docstring); empty when none is known."""
     meta = sample.meta
-    if "answer_nodes" in meta and "a_entity" in meta:
+    if targets not in FIT_TARGETS:
+        raise ValueError(f"fit targets {targets!r}: expected one of {list(FIT_TARGETS)}")
+    if targets == "evidence" and "answer_nodes" in meta and "a_entity" in meta:
         nodes = meta["answer_nodes"]
-    elif isinstance(meta.get("evidence"), dict):
+    elif targets == "evidence" and isinstance(meta.get("evidence"), dict):
         nodes = meta["evidence"]["nodes"]
-    elif "evidence_nodes" in meta:
+    elif targets == "evidence" and "evidence_nodes" in meta:
         nodes = meta["evidence_nodes"]
+    elif targets == "answers" and meta.get("answer_nodes"):
+        nodes = meta["answer_nodes"]
     else:
         label = normalise(sample.label)
         nodes = [v for v, text in enumerate(sample.graph.nodes)
@@ -105,10 +110,12 @@ def answer_nodes(sample: QASample) -> np.ndarray:
     return nodes
 
 
-def answer_edges(sample: QASample, cc: CellComplex, entities: np.ndarray, answers: np.ndarray) -> np.ndarray:
-    """Sorted edge ids of the sample's answer triples (module docstring), given its entities and answer nodes."""
+def answer_edges(sample: QASample, cc: CellComplex, entities: np.ndarray, answers: np.ndarray,
+                 targets: str = "answers") -> np.ndarray:
+    """Sorted edge ids of the sample's answer triples under `targets` (module docstring), given its entities and
+    answer nodes."""
     evidence = sample.meta.get("evidence")
-    if isinstance(evidence, dict) and len(evidence.get("edges", [])):
+    if targets == "evidence" and isinstance(evidence, dict) and len(evidence.get("edges", [])):
         edges = np.unique(np.asarray(evidence["edges"], dtype=np.int64))
         if edges[0] < 0 or edges[-1] >= cc.num_cells(1):
             raise ValueError(f"sample {sample.id!r}: evidence edges {edges.tolist()} outside 0..{cc.num_cells(1) - 1}")

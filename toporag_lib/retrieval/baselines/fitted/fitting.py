@@ -1,7 +1,7 @@
 """Retrievals fitted on the training split: SubgraphRAG's triple scorer (`subgraphrag`) and GNN-RAG's candidate GNN
 (`gnnrag`). Fit once on the training questions, then retrieve for any question:
 
-    fitted = fit(RetrievalConfig("subgraphrag", top_k=10), [graph_question(s, cc, q, targets=True) for ... in train])
+    fitted = fit(RetrievalConfig("subgraphrag", top_k=10), [graph_question(s, cc, q, targets="answers") for ... in train])
     sub = fitted.retrieve(sample, cc, q_emb)
 
 (`retrieval.retriever.make_retriever` does this for any method.) Fitting: Adam at `fit_lr`, `fit_epochs`
@@ -90,7 +90,7 @@ def fit(config: RetrievalConfig, questions: Sequence[GraphQuestion]) -> FittedRe
     untargeted = [q.where for q in questions if q.answer_nodes is None or q.answer_edges is None]
     if untargeted:
         raise ValueError(f"{untargeted[0]} (and {len(untargeted) - 1} more) was built without its answer cells: "
-                         "fit on graph_question(..., targets=True) of the training questions")
+                         "fit on graph_question(..., targets=config.fit_targets) of the training questions")
     kind = MODELS[method]
     targets = [(q, y) for q in questions if q.cc.num_cells(1) and (y := kind.target(q)) is not None]
     if not targets:

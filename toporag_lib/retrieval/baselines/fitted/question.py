@@ -26,8 +26,10 @@ class GraphQuestion:
     answer_edges: np.ndarray | None = None
 
 
-def graph_question(sample: QASample, cc: CellComplex, q_emb: torch.Tensor, targets: bool = False) -> GraphQuestion:
-    """The sample's GraphQuestion; `targets=True` adds its answer nodes and triples (training questions only)."""
+def graph_question(sample: QASample, cc: CellComplex, q_emb: torch.Tensor,
+                   targets: str | None = None) -> GraphQuestion:
+    """The sample's GraphQuestion; `targets` ("answers" or "evidence", `entities`) adds its answer nodes and triples
+    (training questions only)."""
     where = f"sample {sample.id!r}"
     if cc.z0 is None or cc.z1 is None:
         raise ValueError(f"{where}: its cell complex has no features (lift(graph, node_emb, edge_emb) first)")
@@ -35,8 +37,8 @@ def graph_question(sample: QASample, cc: CellComplex, q_emb: torch.Tensor, targe
         raise ValueError(f"{where}: its complex has {cc.num_nodes} nodes and {cc.num_cells(1)} edges, its graph "
                          f"{sample.graph.num_nodes} and {sample.graph.num_edges}: not the complex of this graph")
     entities = question_entities(sample)
-    if not targets:
+    if targets is None:
         return GraphQuestion(cc, torch.as_tensor(q_emb).reshape(-1), entities, where)
-    answers = answer_nodes(sample)
+    answers = answer_nodes(sample, targets)
     return GraphQuestion(cc, torch.as_tensor(q_emb).reshape(-1), entities, where, answers,
-                         answer_edges(sample, cc, entities, answers))
+                         answer_edges(sample, cc, entities, answers, targets))
