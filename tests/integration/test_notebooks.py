@@ -136,7 +136,7 @@ def test_05_ablations_writes_tables_and_figures(tmp_path, isolated_cache, tiny_e
     run_one("05_ablations_sensitivity.ipynb",
             {"synthetic_images": 10, "retrieval_images": 8, "limits": {"train": 4, "val": 2, "test": 4},
              "seeds": [1, 2], "ablations": [], "cycle_bases": ["BFS", "DFS"], "layer_values": [1, 2],
-             "k2_values": [0, 2], "probe_images": 15, "probe_seeds": [0, 1], "probe_epochs": 1,
+             "k2_values": [0, 2], "probe_images": 20, "probe_seeds": [0, 1], "probe_epochs": 1,
              "probe_inputs": ["retrieved", "whole graph"], "training": tiny_training(llm, tiny_encoder_path)}, tmp_path)
     results = isolated_cache / "results"
     assert pd.read_csv(results / "05_table2_ablations.csv").empty  # no trained ablation asked for (cpu-quick's)
@@ -149,7 +149,10 @@ def test_05_ablations_writes_tables_and_figures(tmp_path, isolated_cache, tiny_e
     probe_table = pd.read_csv(results / "05_probe.csv")
     assert {"encoder", "two_cells", "input", "family", "accuracy", "std", "seeds", "n"} <= set(probe_table.columns)
     assert (probe_table.seeds == 2).all() and set(probe_table.input) == {"retrieved", "whole graph"}
-    assert set(pd.read_csv(results / "05_probe_paired.csv").family) >= {"all", "loop"}
+    assert set(probe_table.readout) == {"attention", "mean"} and (probe_table.version == 3).all()
+    assert probe_table[probe_table.family == "loop"].twin.between(0, 1).all()  # version 3: loop twins
+    paired = pd.read_csv(results / "05_probe_paired.csv")
+    assert set(paired.family) >= {"all", "loop"} and set(paired.measure) == {"accuracy", "twin"}
     sensitivity = pd.read_csv(results / "05_sensitivity.csv")
     assert set(sensitivity.parameter) == {"L", "k2"}
     coverage = sensitivity[sensitivity.measure == "answer coverage"].set_index("k2")

@@ -53,7 +53,8 @@ def test_the_budget_table_weighs_tokens_by_questions_and_reads_loop_and_path_rat
 
     rows = [("a", "attribute", 10, 1.0, None, 100.0), ("a", "path", 30, 0.5, 0.8, 200.0),
             ("a", "loop", 60, 0.25, None, 300.0), ("b", "attribute", 10, 1.0, None, 50.0),
-            ("b", "path", 30, 0.9, 0.9, 50.0), ("b", "loop", 60, 0.0, None, 50.0)]
+            ("b", "path", 30, 0.9, 0.9, 50.0), ("b", "loop", 60, 0.0, None, 50.0),
+            ("a", "loop, answer yes", 30, 0.5, None, 500.0), ("a", "loop, answer no", 30, 0.0, None, 100.0)]
     evidence = pd.DataFrame(rows, columns=["method", "family", "n", "evidence_recall", "covers_answer", "tokens"])
     for rate in ("evidence_recall", "covers_answer"):
         evidence[f"{rate}_lo"], evidence[f"{rate}_hi"] = evidence[rate] - 0.1, evidence[rate] + 0.1
@@ -65,3 +66,20 @@ def test_the_budget_table_weighs_tokens_by_questions_and_reads_loop_and_path_rat
     assert [ax.get_ylabel() for ax in fig.axes][0] == "share of questions"
     assert len(floors_and_evidence.BUDGET_GRID) == 12 and {"k1": 8, "cost_e": 0.5, "cells": "all"} in [
         v["retrieval"] for v in floors_and_evidence.BUDGET_GRID.values()]  # the testbed default is one of the grid's points
+
+
+def test_the_v3_setting_is_the_cheapest_that_holds_the_loop_for_yes_and_no():
+    import pandas as pd
+
+    def method(name, yes, no, tokens):
+        return [(name, "loop", 20, (yes + no) / 2, tokens), (name, "attribute", 20, 1.0, tokens),
+                (name, "loop, answer yes", 10, yes, tokens), (name, "loop, answer no", 10, no, tokens)]
+
+    rows = method("leaks", 1.0, 0.8, 100.0) + method("costly", 0.95, 0.95, 300.0) + method("cheap", 0.9, 0.92, 200.0)
+    evidence = pd.DataFrame(rows, columns=["method", "family", "n", "evidence_recall", "tokens"])
+    choice = floors_and_evidence.choose_setting(evidence).set_index("method")
+    assert choice.chosen.to_dict() == {"leaks": False, "costly": False, "cheap": True}
+    assert choice.loc["leaks", "loop_no"] == 0.8 and not choice.loc["leaks", "qualifies"]
+    assert not floors_and_evidence.choose_setting(evidence, min_recall=0.99).chosen.any()
+    with pytest.raises(ValueError, match="count_tokens"):
+        floors_and_evidence.choose_setting(evidence.drop(columns="tokens"))

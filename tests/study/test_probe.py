@@ -1,8 +1,11 @@
 """The LLM-free probe on a tiny testbed with a tiny encoder: inputs with and without 2-cells, answers confined to
-the family's vocabulary, tables over seeds and the paired effect."""
+the family's vocabulary, tables over seeds (with twin accuracy on version 3) and the paired effect, for both
+readouts."""
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -16,6 +19,13 @@ from toporag_lib.training.train_config import TrainConfig
 @pytest.fixture(scope="module")
 def data(tiny_encoder_path, tmp_path_factory):
     dataset = load_dataset("synthetic_scenes", num_images=20, seed=2)
+    encoder = TextEncoder(tiny_encoder_path, cache=tmp_path_factory.mktemp("emb"), progress=False)
+    return probe.probe_data(dataset, encoder, TrainConfig(dataset="synthetic_scenes"), "retrieved")
+
+
+@pytest.fixture(scope="module")
+def twins(tiny_encoder_path, tmp_path_factory):
+    dataset = load_dataset("synthetic_scenes", num_images=40, seed=2, version=3)
     encoder = TextEncoder(tiny_encoder_path, cache=tmp_path_factory.mktemp("emb"), progress=False)
     return probe.probe_data(dataset, encoder, TrainConfig(dataset="synthetic_scenes"), "retrieved")
 
@@ -38,6 +48,38 @@ def test_probes_train_and_their_tables_count_seeds_and_questions(data):
     assert row.seeds == 2 and row.n == len(data.split["test"]) and 0 <= row.accuracy <= 1
     effect = probe.paired_effect(runs).set_index("family")
     assert effect.loc["all", "n"] == len(data.split["test"]) and effect.loc["all", "ci_lo"] <= effect.loc["all", "diff"]
+    assert set(effect.measure) == {"accuracy"} and "twin" not in table  # version 2 has no twins
+
+
+def test_twin_accuracy_counts_pairs_both_right_for_both_readouts(twins):
+    test_loops = twins.questions("test", "loop")
+    pairs = [twins.pairs[q] for q in test_loops]
+    assert all(pairs) and len(set(pairs)) * 2 == len(pairs) > 0  # every test loop question has its twin in test
+    assert not any(twins.pairs[q] for q in twins.split["test"] if twins.families[q] != "loop")
+    runs = probe.run_probes({"retrieved": twins}, [0, 1], ["cellular"], readouts=probe.READOUTS, progress=False,
+                            epochs=1, hidden=8)
+    assert set(runs.readout) == set(probe.READOUTS)
+    in_parallel = probe.run_probes({"retrieved": twins}, [0, 1], ["cellular"], readouts=probe.READOUTS, progress=False,
+                                   epochs=1, hidden=8, workers=2)
+    pd.testing.assert_frame_equal(in_parallel, runs)  # seeded probes: the same rows from two worker processes
+    table = probe.probe_table(runs).set_index(["readout", "family"])
+    for readout in probe.READOUTS:
+        loops = runs[(runs.readout == readout) & (runs.family == "loop")]
+        both = loops.groupby(["seed", "pair"]).correct.all().groupby("seed").mean()
+        assert table.loc[(readout, "loop"), "twin"] == pytest.approx(both.mean())
+        assert table.loc[(readout, "loop"), "pairs"] == len(set(pairs))
+        assert np.isnan(table.loc[(readout, "attribute"), "twin"])
+    # against a probe that always says "yes" (twin accuracy 0), the twin effect is the probe's own twin accuracy
+    always_yes = runs.assign(variant="cellular w/o 2-cells", correct=[twins.answers[q] == "yes" for q in runs.question])
+    effect = probe.paired_effect(pd.concat([runs, always_yes])).set_index(["readout", "family", "measure"])
+    for readout in probe.READOUTS:
+        assert effect.loc[(readout, "loop", "twin"), "diff"] == pytest.approx(table.loc[(readout, "loop"), "twin"])
+        assert effect.loc[(readout, "loop", "twin"), "n"] == len(set(pairs))
+
+
+def test_probe_rejects_an_unknown_readout():
+    with pytest.raises(ValueError, match="readout"):
+        probe.Probe("cellular", 8, 8, 2, readout="max")
 
 
 def test_each_family_probe_scores_its_own_answers_and_reads_the_question(data):

@@ -103,6 +103,8 @@ class RetrievalConfig:
         return asdict(self)
 
 
-def dataset_retrieval(dataset: str, **changes: Any) -> RetrievalConfig:
-    """The retrieval `dataset`'s questions get by default (its registry overrides), with `changes` on top."""
-    return RetrievalConfig(**{**dataset_spec(dataset).retrieval, **changes})
+def dataset_retrieval(dataset: str, version: int | None = None, **changes: Any) -> RetrievalConfig:
+    """The retrieval `dataset`'s questions get by default (its registry overrides, then those of its `version`
+    where the registry has some), with `changes` on top."""
+    spec = dataset_spec(dataset)
+    return RetrievalConfig(**{**spec.retrieval, **spec.version_retrieval.get(version, {}), **changes})

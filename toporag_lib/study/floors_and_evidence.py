@@ -7,6 +7,10 @@ metric rewards), and the two reference solvers' scores (`toporag_lib.data.testbe
 `evidence_table`: for retrieval variants (sparse `TrainConfig` overrides: lifting, edge texts, retrieval), per
 family, the share of questions whose evidence cells are all retrieved, answer coverage and prompt tokens, with 95%
 Wilson intervals. `RETRIEVAL_VARIANTS` are the ones notebook 03 reports.
+
+`choose_setting`: the rule that picks testbed version 3's retrieval default (`V3_RETRIEVAL_GRID`) on its validation
+split: the fewest prompt tokens among the settings that hold the whole loop for at least `MIN_RECALL_BY_ANSWER` of
+the "yes" and of the "no" loop questions, so that what is retrieved does not tell the answer.
 """
 
 from __future__ import annotations
@@ -68,6 +72,36 @@ BUDGET_GRID: dict[str, dict[str, Any]] = {
     for label, cells in (("every positive 2-cell", {"cells": "all"}), ("top-3 2-cells", {"cells": "top_k", "k2": 3}))}
 
 
+# Testbed version 3's retrieval: node and edge prizes around the version 2 default (k0 = 3, k1 = 8) and a cheaper
+# 2-cell cost, each setting written out in full (the version 3 default is one of them).
+V3_RETRIEVAL_GRID: dict[str, dict[str, Any]] = {
+    **{f"TopoRAG, k0 = {k0}, k1 = {k1}": {"retrieval": {"k0": k0, "k1": k1}} for k0 in (3, 5) for k1 in (8, 12)},
+    "TopoRAG, k0 = 3, k1 = 8, c2 = 0.5": {"retrieval": {"k0": 3, "k1": 8, "c2": 0.5}},
+}
+MIN_RECALL_BY_ANSWER = 0.90
+
+
+def choose_setting(evidence: pd.DataFrame, min_recall: float = MIN_RECALL_BY_ANSWER) -> pd.DataFrame:
+    """Per method of an `evidence_table` (on a validation split): the loop questions' evidence recall for answer
+    "yes" and "no", mean prompt tokens over all questions, `qualifies` (both recalls at least `min_recall`) and
+    `chosen` (the qualifying method with the fewest tokens; none when nothing qualifies)."""
+    if "tokens" not in evidence:
+        raise ValueError("choose_setting needs prompt tokens: build the evidence_table with count_tokens")
+    rows = []
+    for method, group in evidence.groupby("method", sort=False):
+        by_family = group.set_index("family")
+        rows.append({"method": method, "loop_yes": by_family.loc["loop, answer yes", "evidence_recall"],
+                     "loop_no": by_family.loc["loop, answer no", "evidence_recall"],
+                     "loop": by_family.loc["loop", "evidence_recall"],
+                     "tokens": mean_tokens(group)})
+    table = pd.DataFrame(rows)
+    table["qualifies"] = (table.loop_yes >= min_recall) & (table.loop_no >= min_recall)
+    table["chosen"] = False
+    if table.qualifies.any():
+        table.loc[table[table.qualifies].tokens.idxmin(), "chosen"] = True
+    return table
+
+
 def floors(dataset: QADataset, split: str = "test") -> pd.DataFrame:
     """One row per family (and one for all questions): n, majority answer, its rate, the "yes no" score under
     `label in prediction`, and each reference solver's exact-match accuracy."""
@@ -96,7 +130,8 @@ def evidence_table(dataset: QADataset, variants: dict[str, dict[str, Any]], enco
                    fit_on: QADataset | None = None) -> pd.DataFrame:
     """Evidence recall, answer coverage and tokens per variant and family on `dataset` (the loop family also by
     answer, "loop, answer yes" and "loop, answer no"), with 95% intervals (see the module docstring); each distinct (lifting, edge text) is prepared once. A learned retrieval (SubgraphRAG,
-    GNN-RAG) is fitted on `fit_on` (the training split; never `dataset`); without it such variants are left out."""
+    GNN-RAG) is fitted on `fit_on` (the training split; never `dataset`); without it such variants are left out.
+    Each variant changes the defaults of the dataset's testbed version (`data.registry`)."""
     prepared: dict[tuple[str, str], PreparedDataset] = {}
 
     def prepared_for(data: QADataset, config: TrainConfig, role: str) -> PreparedDataset:
@@ -106,9 +141,11 @@ def evidence_table(dataset: QADataset, variants: dict[str, dict[str, Any]], enco
                                     lift=config.lift)
         return prepared[key]
 
+    version = dataset[0].meta.get("version") if len(dataset) else None
+    options = {} if version is None else {"version": version}  # the testbed version's retrieval defaults
     reports = []
     for name, change in variants.items():
-        config = TrainConfig.from_dict({"dataset": dataset.name, **change})
+        config = TrainConfig.from_dict({"dataset": dataset.name, "dataset_options": options, **change})
         training = ()
         if config.retrieval.method in FITTED_METHODS:
             if fit_on is None:
@@ -165,9 +202,26 @@ def budget_table(evidence: pd.DataFrame) -> pd.DataFrame:
     for method, group in evidence.groupby("method", sort=False):
         by_family = group.set_index("family")
         loop, path = by_family.loc["loop"], by_family.loc["path"]
-        rows.append({"method": method, "tokens": float((group.tokens * group.n).sum() / group.n.sum()),
+        rows.append({"method": method, "tokens": mean_tokens(group),
                      "loop_evidence_recall": loop.evidence_recall, "loop_evidence_recall_lo": loop.evidence_recall_lo,
                      "loop_evidence_recall_hi": loop.evidence_recall_hi, "path_covers_answer": path.covers_answer,
                      "path_covers_answer_lo": path.covers_answer_lo, "path_covers_answer_hi": path.covers_answer_hi,
-                     "n": int(group.n.sum())})
+                     "n": int(group[~group.family.str.startswith("loop, answer")].n.sum())})
     return pd.DataFrame(rows)
+
+
+def mean_tokens(group: pd.DataFrame) -> float:
+    """Mean prompt tokens over the questions of one method's `evidence_table` rows (each family once: the loop
+    family's rows by answer repeat its questions)."""
+    families = group[~group.family.str.startswith("loop, answer")]
+    return float((families.tokens * families.n).sum() / families.n.sum())
+
+
+def within_tokens(budget: pd.DataFrame, reference: str, candidates: list[str]) -> pd.Series:
+    """The row of a `budget_table` among `candidates` with the highest loop evidence recall whose mean prompt tokens
+    are at most those of `reference` (a setting matched to the reference's prompt size)."""
+    ceiling = budget.set_index("method").loc[reference, "tokens"]
+    within = budget[budget.method.isin(candidates) & (budget.tokens <= ceiling)]
+    if within.empty:
+        raise ValueError(f"no candidate costs at most {reference!r}'s {ceiling:.0f} tokens")
+    return within.sort_values(["loop_evidence_recall", "tokens"], ascending=[False, True]).iloc[0]

@@ -116,7 +116,7 @@ class TrainConfig:
             self.max_new_tokens = spec.max_new_tokens
         if self.retrieval is None or isinstance(self.retrieval, dict):
             changes = self.retrieval or {}
-            self.retrieval = from_dict(RetrievalConfig, {**dataset_retrieval(self.dataset).to_dict(), **changes},
+            self.retrieval = from_dict(RetrievalConfig, {**dataset_retrieval(self.dataset, self.dataset_options.get("version")).to_dict(), **changes},
                                        "TrainConfig.retrieval")
         choices = {"engine": ENGINES, "schedule": SCHEDULES, "select_by": SELECTIONS, "llm_dtype": DTYPE_CHOICES,
                    "edge_text": EDGE_TEXTS}
