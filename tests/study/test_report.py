@@ -82,6 +82,16 @@ def test_table1_on_full_splits_has_a_row_per_method_with_n_seeds_and_the_paper(t
     assert list(table["method"])[-1] == "majority answer (floor)"
 
 
+def test_table1_says_why_a_fitted_retriever_has_no_explagraphs_score(tmp_path):
+    ledger = tmp_path / "runs"
+    record(ledger, "GNN-RAG", "explagraphs", 42, 0.7)  # an old run: it fitted nothing, so it is not GNN-RAG
+    record(ledger, "GNN-RAG", "synthetic_scenes", 42, 0.4)
+    rows = ledger_tables.table1_full_split(read_ledger(ledger), ["GNN-RAG", "SubgraphRAG"]).set_index("method")
+    assert rows.loc["GNN-RAG", "ExplaGraphs"].startswith("n/a: no answer entities")
+    assert rows.loc["SubgraphRAG", "ExplaGraphs"].startswith("n/a: no answer entities")
+    assert rows.loc["GNN-RAG", "testbed"] == "0.400" and rows.loc["SubgraphRAG", "testbed"] == "not run"
+
+
 def test_table2_on_full_splits_ablates_frozen_and_with_lora_and_puts_the_paper_beside_lora(tmp_path):
     ledger = tmp_path / "runs"
     record(ledger, "TopoRAG", "synthetic_scenes", 42, 0.35, {"loop": 0.5}, {"contains": 0.36})

@@ -86,6 +86,15 @@ DATASET_RETRIEVAL: dict[str, dict[str, dict[str, Any]]] = {  # per method, chang
 # reads the nodes and edges its own paper gives it, on every dataset.
 CELL_METHODS = ("TopoRAG", "TopoRAG + LoRA")
 
+# Rows that cannot be what their paper describes on a dataset, with the reason (Table 1 shows it in place of a score,
+# and `long_runs` does not run them): ExplaGraphs has no answer entities, so the fitted retrievers have nothing to fit.
+NOT_APPLICABLE: dict[tuple[str, str], str] = {
+    ("SubgraphRAG", "explagraphs"): "no answer entities to fit its triple scorer on (it would be the frozen LLM "
+                                    "reading the whole graph as triples)",
+    ("GNN-RAG", "explagraphs"): "no answer entities to fit its GNN on (it would be LoRA on the whole graph's text: "
+                                "the LoRA (text only) row)",
+}
+
 # Every row of the paper's Table 1, in its order, with G-Retriever at its code's settings beside its paper's.
 TABLE1_METHODS = ["zero-shot", "zero-shot CoT", "CoT-BAG", "KAPING", "prompt tuning", "GraphToken", "G-Retriever",
                   "G-Retriever (own code)", "SubgraphRAG", "TopoRAG", "LoRA (text only)", "G-Retriever + LoRA",

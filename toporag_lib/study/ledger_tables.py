@@ -14,7 +14,7 @@ import pandas as pd
 from toporag_lib.data import load_dataset
 from toporag_lib.data.registry import metric_for
 from toporag_lib.study import paired_runs, paper
-from toporag_lib.study.experiments import ABLATIONS
+from toporag_lib.study.experiments import ABLATIONS, NOT_APPLICABLE
 from toporag_lib.study.floors_and_evidence import with_cycle_families
 from toporag_lib.study.superseded import standing, superseded
 from toporag_lib.training.ledger import config_digest
@@ -140,7 +140,8 @@ def full_split_side_by_side(records: list[dict[str, Any]], rows: list[tuple[str,
     """Per (row label, ledger method name) in `rows`' order, for each of `FULL_SPLIT_DATASETS`: our mean ± std over
     seeds on the full split with n, the seeds and the dataset's extra columns (`extras` replaces them), beside the
     paper's number (`theirs[paper_columns[dataset]]` at `theirs[key] == label`; no column where it is None); "not
-    run" where the ledger has no full-split run of that method. Where a method has several settings on a split, a
+    run" where the ledger has no full-split run of that method, "n/a" and the reason where the method cannot be run
+    as its paper describes on the dataset (`experiments.NOT_APPLICABLE`). Where a method has several settings on a split, a
     standing one before a superseded one (`study.superseded`; shown with the reason), then the one with the most
     seeds (then the newest commit's) is shown. A last row holds each dataset's majority answer."""
     out = []
@@ -151,7 +152,10 @@ def full_split_side_by_side(records: list[dict[str, Any]], rows: list[tuple[str,
         for dataset, (name, default_extras) in FULL_SPLIT_DATASETS.items():
             shown = default_extras if extras is None else extras.get(dataset, {})
             ours = tables[dataset][tables[dataset]["method"] == method] if not tables[dataset].empty else None
-            if ours is None or ours.empty:
+            if (method, dataset) in NOT_APPLICABLE:
+                row.update({name: f"n/a: {NOT_APPLICABLE[(method, dataset)]}", **{f"{name} {e}": "" for e in shown}})
+                row.update({f"{name} n": "", f"{name} seeds": ""})
+            elif ours is None or ours.empty:
                 row.update({name: "not run", **{f"{name} {e}": "" for e in shown}})
                 row.update({f"{name} n": "", f"{name} seeds": ""})
             else:

@@ -41,6 +41,7 @@ from toporag_lib.paths import cache_dir, results_dir
 from toporag_lib.study import parked_runs
 from toporag_lib.study.experiments import (
     ABLATIONS,
+    NOT_APPLICABLE,
     PRESETS,
     TABLE1_METHODS,
     config_digest,
@@ -94,7 +95,7 @@ def table1_jobs() -> list[Job]:
     untrained = [m for m in TABLE1_METHODS if PRESETS[m].get("train") is False]
     trained = [m for m in TABLE1_METHODS if m not in untrained]
     return [Job(method, method, {}, SEEDS[0], dataset) for group in (untrained, trained)
-            for dataset in ("explagraphs", DATASET) for method in group]
+            for dataset in ("explagraphs", DATASET) for method in group if (method, dataset) not in NOT_APPLICABLE]
 
 
 SUITES = {"testbed": jobs, "table1": table1_jobs}
