@@ -197,6 +197,24 @@ def test_loss_does_not_depend_on_batch_or_padding(tiny):
     torch.testing.assert_close(mean, (batched * counts).sum() / counts.sum(), atol=1e-5, rtol=1e-5)
 
 
+def test_choice_logprobs_from_the_cache_equal_each_answers_full_loss(tiny):
+    """Each candidate's log-likelihood, continued from the prompt's key-value cache, equals minus the summed token
+    loss of that candidate as the answer (the prompt recomputed), whatever the other samples and candidates."""
+    prompt = soft()
+    choices = [["yes", "no"], ["a red cup", "blue", "the glass vase on the shelf"], ["counter"]]
+    scores = tiny.choice_logprobs(prompt, GRAPHS, QUESTIONS, choices)
+    assert [len(s) for s in scores] == [2, 3, 1]
+    with torch.no_grad():
+        for i, candidates in enumerate(choices):
+            for k, answer in enumerate(candidates):
+                losses, counted = tiny.token_losses(prompt[i:i + 1], GRAPHS[i:i + 1], QUESTIONS[i:i + 1], [answer])
+                assert scores[i][k] == pytest.approx(-float((losses * counted).sum()), abs=1e-4)
+    alone = tiny.choice_logprobs(prompt[1:2], GRAPHS[1:2], QUESTIONS[1:2], [choices[1][::-1]])
+    assert alone[0] == pytest.approx(scores[1][::-1], abs=1e-4)
+    with pytest.raises(ValueError, match="candidate answers"):
+        tiny.choice_logprobs(prompt, GRAPHS, QUESTIONS, [["yes"], [], ["no"]])
+
+
 def test_generation_does_not_depend_on_batch_or_padding(tiny):
     prompt = soft()
     batched = tiny.generate(prompt, GRAPHS, QUESTIONS, max_new_tokens=6)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from toporag_lib.data import load_dataset
-from toporag_lib.data.testbed.questions_v2 import ANSWERS
+from toporag_lib.data.testbed.vocabulary import ANSWERS
 from toporag_lib.embed import TextEncoder
 from toporag_lib.study import probe
 from toporag_lib.training.train_config import TrainConfig

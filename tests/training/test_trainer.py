@@ -10,6 +10,7 @@ import torch
 from tiny_models import CHATML, make_tiny_model
 
 from toporag_lib import atomic
+from toporag_lib.data.testbed.vocabulary import ANSWERS
 from toporag_lib.generation.inputs import collate
 from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.settings import ConfigError, parse_overrides
@@ -139,8 +140,11 @@ def test_run_writes_config_history_predictions_and_metrics(tiny_llm, tiny_encode
     assert set(metrics["per_family"]) <= {"attribute", "path", "loop"}
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["model"]["encoder"] == "cellular" and saved["seed"] == 42
-    lines = (tmp_path / "predictions_test.jsonl").read_text().splitlines()
-    assert len(lines) == 2 and {"pred", "label", "family"} <= set(json.loads(lines[0]))
+    records = [json.loads(line) for line in (tmp_path / "predictions_test.jsonl").read_text().splitlines()]
+    assert len(records) == 2 and {"pred", "label", "family", "choice"} <= set(records[0])
+    assert all(r["choice"] in ANSWERS[r["family"]] for r in records)  # the closed-answer pick, from its vocabulary
+    right = [r["choice"] == r["label"] for r in records]
+    assert metrics["closed"]["score"] == sum(right) / 2 and set(metrics["closed"]["per_family"]) <= set(ANSWERS)
     assert (tmp_path / "history.csv").exists() and (tmp_path / "best.pt").exists()
 
 

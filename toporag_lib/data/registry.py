@@ -23,6 +23,7 @@ from typing import Any
 
 from toporag_lib.data import metrics
 from toporag_lib.data.dataset import QADataset
+from toporag_lib.data.testbed.vocabulary import ANSWERS as TESTBED_ANSWERS
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,12 @@ class DatasetSpec:
     task_prompt: str = "Please answer the given question."  # G-Retriever's `dataset.prompt` (prompt tuning's init)
     max_new_tokens: int = 32  # the answer's generation budget: the paper's 32, or what a closed vocabulary needs
     version_retrieval: dict[int, dict[str, Any]] = field(default_factory=dict)  # per `version=` option, on top
+    # The closed answer vocabulary per question family ("" where questions have none); empty: open answers
+    answer_choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def choices_for(self, family: str) -> tuple[str, ...]:
+        """The answers a question of `family` chooses among (empty when the dataset's answers are open)."""
+        return self.answer_choices.get(family or "", ())
 
     def load_function(self) -> Callable[..., QADataset]:
         """The loader itself (its module is imported on first use)."""
@@ -63,7 +70,7 @@ TESTBED_RETRIEVAL = {"k1": 8, "cells": "all"}
 # (the version 2 default holds it for 0.99 and 0.80 there).
 TESTBED_V3_RETRIEVAL = {"k0": 5, "k1": 12}
 TESTBED_LIFT = {"basis": "minimum", "parallel": "ignore"}
-# Every answer in the testbed's vocabulary (`testbed.questions_v2.ANSWERS`) is at most 2 SmolLM2 tokens; under exact match
+# Every answer in the testbed's vocabulary (`testbed.vocabulary.ANSWERS`) is at most 2 SmolLM2 tokens; under exact match
 # a longer answer cannot be right, so generation stops at 8 (room for an article, case and punctuation).
 TESTBED_ANSWER_TOKENS = 8
 
@@ -73,7 +80,8 @@ EXPLAGRAPHS_TASK = ("Question: Do argument 1 and argument 2 support or counter e
 DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
     DatasetSpec("explagraphs", "toporag_lib.data.explagraphs:load_explagraphs", metrics.explagraphs_accuracy,
                 metrics.explagraphs_correct, {"method": "whole_graph"},
-                {"graphs": 2766, "avg_nodes": 5.17, "avg_edges": 4.25}, task_prompt=EXPLAGRAPHS_TASK),
+                {"graphs": 2766, "avg_nodes": 5.17, "avg_edges": 4.25}, task_prompt=EXPLAGRAPHS_TASK,
+                answer_choices={"": ("support", "counter")}),
     DatasetSpec("scenegraphs", "toporag_lib.data.gqa:load_scenegraphs", **_SCENES,
                 paper_stats={"graphs": 100000, "avg_nodes": 19.13, "avg_edges": 68.44}),
     DatasetSpec("gqa_fixtures", "toporag_lib.data.gqa:load_gqa_fixtures", **_SCENES),
@@ -83,7 +91,8 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
     DatasetSpec("synthetic_scenes", "toporag_lib.data.testbed.loader:load_synthetic_scenes",
                 metrics.exact_match_accuracy, metrics.exact_match_correct, TESTBED_RETRIEVAL,
                 secondary={"contains": metrics.scenegraphs_accuracy}, lift=TESTBED_LIFT, edge_text="triple",
-                max_new_tokens=TESTBED_ANSWER_TOKENS, version_retrieval={3: TESTBED_V3_RETRIEVAL}),
+                max_new_tokens=TESTBED_ANSWER_TOKENS, version_retrieval={3: TESTBED_V3_RETRIEVAL},
+                answer_choices=TESTBED_ANSWERS),
 )}
 
 

@@ -23,6 +23,7 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,7 @@ USER_PLACEHOLDER = "\u27e6toporag-user-content\u27e7"
 ANSWER_PLACEHOLDER = "\u27e6toporag-answer\u27e7"
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.safetensors.index.json", "*.bin.index.json")
 CAUSAL_LM_SUFFIXES = ("ForCausalLM", "LMHeadModel")
+MAX_CHOICE_TOKENS = 32  # a candidate answer's tokens counted, as `max_answer_len` counts a trained answer's
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -288,6 +290,35 @@ class LLM(torch.nn.Module):
             out = self.model.generate(inputs_embeds=batch.inputs_embeds, attention_mask=batch.attention_mask,
                                       generation_config=config)
         return [self._decode(row) for row in out.tolist()]
+
+    @torch.no_grad()
+    def choice_logprobs(self, soft_prompt: Tensor | None, graph_texts: Sequence[str], questions: Sequence[str],
+                        choices: Sequence[Sequence[str]], max_txt_len: int = 512) -> list[list[float]]:
+        """log p(c | X*, x_q) = sum_i log p(c_i | c_<i, [soft; h_t]) of each sample's candidate answers c (their
+        tokens and the end of turn, as training scores the answer), as lm-evaluation-harness scores multiple choice.
+        The prompt runs once; every candidate continues from its key-value cache. In eval mode, in float32."""
+        if len(choices) != len(questions) or not all(choices):
+            raise ValueError("choices: one non-empty list of candidate answers per question")
+        batch = self.build_batch(soft_prompt, graph_texts, questions, None, max_txt_len)
+        owner = torch.tensor([i for i, cs in enumerate(choices) for _ in cs], device=self.device)
+        answers = self._answer_ids([c for cs in choices for c in cs], max_answer_len=MAX_CHOICE_TOKENS)
+        width = max(len(a) for a in answers)
+        tokens = torch.tensor([a + [self.pad_id] * (width - len(a)) for a in answers], device=self.device)
+        counted = torch.tensor([[1] * len(a) + [0] * (width - len(a)) for a in answers], device=self.device)
+        with _eval_mode(self):
+            prompt = self.model(inputs_embeds=batch.inputs_embeds, attention_mask=batch.attention_mask,
+                                position_ids=batch.position_ids, use_cache=True, logits_to_keep=1)
+            cache = prompt.cache
+            cache.reorder_cache(owner)  # one copy of its sample's cache per candidate
+            positions = batch.position_ids[owner, -1:] + 1 + torch.arange(width, device=self.device)
+            out = self.model(inputs_embeds=self.embed(tokens.clamp(min=0)), cache=cache, use_cache=True,
+                             attention_mask=torch.cat([batch.attention_mask[owner], counted], dim=1),
+                             position_ids=positions)
+        first = prompt.logits[owner, -1].float().log_softmax(-1).gather(-1, tokens[:, :1])
+        rest = out.logits[:, :-1].float().log_softmax(-1).gather(-1, tokens[:, 1:, None]).squeeze(-1)
+        sums = (torch.cat([first, rest], dim=1) * counted).sum(1).tolist()
+        ends = list(accumulate(len(cs) for cs in choices))
+        return [sums[end - len(cs):end] for cs, end in zip(choices, ends)]
 
     def _decode(self, ids: list[int]) -> str:
         """Text of generated ids up to the first stop id."""

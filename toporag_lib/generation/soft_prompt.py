@@ -14,6 +14,7 @@ The projector is G-Retriever's (Linear, Sigmoid, Linear), widened to `num_soft_t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import torch
@@ -128,6 +129,13 @@ class TopoRAGModel(nn.Module):
     def generate(self, batch: ExampleBatch, max_txt_len: int = 512, max_new_tokens: int = 32) -> list[str]:
         return self.llm.generate(self.soft_prompt(batch), batch.texts, batch.questions, max_txt_len=max_txt_len,
                                  max_new_tokens=max_new_tokens)
+
+    @torch.no_grad()
+    def choice_logprobs(self, batch: ExampleBatch, choices: Sequence[Sequence[str]],
+                        max_txt_len: int = 512) -> list[list[float]]:
+        """Each question's log-likelihood of each of its candidate answers (`LLM.choice_logprobs`)."""
+        return self.llm.choice_logprobs(self.soft_prompt(batch), batch.texts, batch.questions, choices,
+                                        max_txt_len=max_txt_len)
 
     def trainable_state(self) -> dict[str, Tensor]:
         """Only the weights that training changes (encoder, projector, virtual tokens, LoRA adapters)."""

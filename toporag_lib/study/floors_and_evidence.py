@@ -79,6 +79,11 @@ V3_RETRIEVAL_GRID: dict[str, dict[str, Any]] = {
     "TopoRAG, k0 = 3, k1 = 8, c2 = 0.5": {"retrieval": {"k0": 3, "k1": 8, "c2": 0.5}},
 }
 MIN_RECALL_BY_ANSWER = 0.90
+# Smaller budgets, for a TopoRAG setting as cheap as G-Retriever at version 3's prizes (`within_tokens`).
+TOKEN_MATCH_GRID: dict[str, dict[str, Any]] = {
+    f"k0 = {k0}, k1 = {k1}, {label}": {"retrieval": {"k0": k0, "k1": k1, **cells}}
+    for k0 in (2, 3, 5) for k1 in (3, 5, 8)
+    for label, cells in (("every positive 2-cell", {"cells": "all"}), ("top-1 2-cell", {"cells": "top_k", "k2": 1}))}
 
 
 def choose_setting(evidence: pd.DataFrame, min_recall: float = MIN_RECALL_BY_ANSWER) -> pd.DataFrame:

@@ -30,7 +30,7 @@ from torch_geometric.nn.aggr import AttentionalAggregation, MeanAggregation
 from tqdm.auto import tqdm
 
 from toporag_lib.data.dataset import QADataset
-from toporag_lib.data.testbed.questions_v2 import ANSWERS
+from toporag_lib.data.testbed.vocabulary import ANSWERS
 from toporag_lib.embed import TextEncoder
 from toporag_lib.nn import build_encoder
 from toporag_lib.retrieval import retrieve

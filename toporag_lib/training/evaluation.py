@@ -42,7 +42,8 @@ def validation_score(model: torch.nn.Module, examples: list[Example], config: Tr
                      progress: bool = False) -> float:
     """The dataset's metric on `examples` from greedy answers (each process takes its share, then they add up;
     every metric is a mean over questions)."""
-    records = predict(model, data_parallel.local_slice(examples), config, progress, desc="validation answers")
+    records = predict(model, data_parallel.local_slice(examples), config, progress, desc="validation answers",
+                      closed=False)
     score = metric_for(config.dataset)([r["pred"] for r in records], [r["label"] for r in records]) \
         if records else 0.0
     summed = data_parallel.sum_across(torch.tensor([score * len(records), len(records)], dtype=torch.float64))
@@ -55,16 +56,27 @@ def selection_criterion(val_loss: float, val_score: float | None) -> float:
 
 
 def predict(model: torch.nn.Module, examples: list[Example], config: TrainConfig, progress: bool = True,
-            desc: str = "generating") -> list[dict]:
+            desc: str = "generating", closed: bool = True) -> list[dict]:
+    """A record per question: its greedy answer `pred` and, with `closed` on a dataset whose answers come from a
+    closed vocabulary (`DatasetSpec.answer_choices`), `choice`: the candidate answer the LLM finds most likely
+    (`choice_logprobs`; models without it, PyG's GRetriever, give none)."""
     model.eval()
+    spec = dataset_spec(config.dataset)
+    choose = closed and bool(spec.answer_choices) and hasattr(model, "choice_logprobs")
     records = []
     bar = tqdm(total=len(examples), desc=desc, unit="question", disable=not progress)
     for start in range(0, len(examples), config.eval_batch_size):
         chunk = examples[start:start + config.eval_batch_size]
-        outputs = model.generate(collate(chunk), config.max_txt_len, config.max_new_tokens)
+        batch = collate(chunk)
+        outputs = model.generate(batch, config.max_txt_len, config.max_new_tokens)
+        chosen: list[dict[str, str]] = [{} for _ in chunk]
+        if choose:
+            candidates = [spec.choices_for(e.family) for e in chunk]
+            scores = model.choice_logprobs(batch, candidates, config.max_txt_len)
+            chosen = [{"choice": c[max(range(len(c)), key=s.__getitem__)]} for c, s in zip(candidates, scores)]
         records += [{"index": e.index, "question": e.question, "label": e.label, "pred": output, "family": e.family,
-                     **({"pair": e.pair} if e.pair else {})}
-                    for e, output in zip(chunk, outputs)]
+                     **({"pair": e.pair} if e.pair else {}), **choice}
+                    for e, output, choice in zip(chunk, outputs, chosen)]
         bar.update(len(chunk))
     bar.close()
     return records
@@ -87,4 +99,21 @@ def split_metrics(dataset: str, split: str, records: list[dict[str, Any]]) -> di
     if any("pair" in r for r in records):
         correct = [correct_for(dataset)(p, label) for p, label in zip(preds, labels)]
         metrics["twin"] = per_family_twin_accuracy(correct, [r.get("pair", "") for r in records], families)
+    if records and all("choice" in r for r in records):
+        metrics["closed"] = closed_answer_metrics(dataset, records)
     return metrics
+
+
+def closed_answer_metrics(dataset: str, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The closed-answer score (secondary to the dataset's metric): the share of questions whose most likely
+    candidate answer (`choice`) is right, per family where questions have families, and twin accuracy by it."""
+    correct = correct_for(dataset)
+    right = [correct(r["choice"], r["label"]) for r in records]
+    out: dict[str, Any] = {"score": sum(right) / len(right)}
+    families = [r["family"] for r in records]
+    if any(families):
+        out["per_family"] = {f: sum(c for c, g in zip(right, families) if g == f) / families.count(f)
+                             for f in dict.fromkeys(families)}
+    if any("pair" in r for r in records):
+        out["twin"] = per_family_twin_accuracy(right, [r.get("pair", "") for r in records], families)
+    return out

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from toporag_lib.data import load_dataset
-from toporag_lib.data.testbed.questions_v2 import ANSWERS, FAMILIES
+from toporag_lib.data.testbed.vocabulary import ANSWERS, FAMILIES
 from toporag_lib.data.testbed.solvers import loop_answer, path_only_answer
 from toporag_lib.study.floors_and_evidence import floors
 

@@ -32,18 +32,14 @@ from typing import Any
 from toporag_lib.data.gqa import split_image_ids
 from toporag_lib.data.testbed.scenes_v2 import make_testbed_scene
 from toporag_lib.data.testbed.vocabulary import (
-    COLOURS,
+    ANSWERS,
     FAMILIES,
-    ITEMS,
-    MATERIALS,
     NEEDS,
     QUERIES,
     SPATIAL,
-    SURFACES,
 )
 
 VERSION = 2
-ANSWERS = {"attribute": COLOURS + MATERIALS, "path": ITEMS + SURFACES, "loop": ("yes", "no")}
 RELATIONS = ("on", *SPATIAL)
 FIRST_IMAGE_ID = 5_000_000
 MAX_SCENE_TRIES = 200

@@ -1,5 +1,5 @@
 """The testbed's words, written once: furniture and object names, attributes, spatial relations, the question
-families and the cell each one needs."""
+families, the cell each one needs and each family's answers."""
 
 from __future__ import annotations
 
@@ -14,3 +14,4 @@ QUERIES = {"colour": 0, "material": 1}  # position of the attribute in an object
 FAMILIES = ("attribute", "path", "loop")
 NEEDS = {"attribute": "0-cell", "path": "1-cell", "loop": "2-cell"}
 YES_NO = {"yes": "no", "no": "yes"}
+ANSWERS = {"attribute": COLOURS + MATERIALS, "path": ITEMS + SURFACES, "loop": ("yes", "no")}  # per family, closed
