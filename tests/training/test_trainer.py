@@ -274,3 +274,18 @@ def test_resuming_clears_the_temporary_files_of_killed_checkpoint_writes(tiny_ll
     os.utime(stale, (time.time() - 7200, time.time() - 7200))
     assert Trainer(cfg, tmp_path, progress=False).resume()
     assert not stale.exists() and fresh.exists()  # a fresh one may belong to a live writer
+
+
+def test_a_limit_keeps_twins_together_and_leaves_questions_without_twins_as_before():
+    from toporag_lib.training.trainer import limited
+
+    indices = list(range(10, 40))
+    plain = limited(indices, 12, seed=3)
+    assert len(plain) == 12 and plain == sorted(plain) and limited(indices, 12, 3, {}) == plain  # no twins: unchanged
+    pairs = {i: f"p{i // 2}" for i in range(10, 30)}  # 10 twin pairs, then 10 questions without a twin
+    kept = limited(indices, 12, seed=3, pairs=pairs)
+    assert len(kept) == 12 and kept == sorted(kept) and set(kept) <= set(indices)
+    for i in kept:
+        if i in pairs:  # its twin came along
+            assert sum(pairs.get(j) == pairs[i] for j in kept) == 2
+    assert kept == limited(indices, 12, seed=3, pairs=pairs) and limited(indices, None, 3, pairs) == indices

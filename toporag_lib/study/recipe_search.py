@@ -28,7 +28,8 @@ import torch
 
 from toporag_lib.paths import cache_dir, results_dir
 from toporag_lib.study import parked_runs
-from toporag_lib.study.experiments import config_digest, variant_config
+from toporag_lib.settings import merge
+from toporag_lib.study.experiments import ABLATIONS, config_digest, variant_config
 from toporag_lib.study.long_runs import claim, selected
 from toporag_lib.training.ledger import COMMAND_ENV, RECORD, record_run, run_id
 from toporag_lib.training.run_files import predictions_path, read_metrics, read_predictions
@@ -72,18 +73,31 @@ class Job:
     method: str = "TopoRAG + LoRA"
     dataset: str = "explagraphs"
     seed: int = 42
+    ablation: str = ""  # one of `experiments.ABLATIONS`, applied to `method`
+    version: int | None = None  # the testbed version (`dataset_options`)
 
     @property
     def name(self) -> str:
-        return f"{self.method} · {self.recipe}"
+        return " · ".join(part for part in (self.method + (f" {self.ablation}" if self.ablation else ""),
+                                            self.recipe, f"version {self.version}" if self.version else "") if part)
 
     def config(self) -> TrainConfig:
-        return variant_config(self.method, self.dataset, {**COMMON, **RECIPES[self.recipe]}, seed=self.seed)
+        change = merge({**COMMON, **RECIPES[self.recipe]}, ABLATIONS[self.ablation] if self.ablation else {})
+        if self.version is not None:
+            change["dataset_options"] = {"version": self.version}
+        return variant_config(self.method, self.dataset, change, seed=self.seed)
+
+
+# On testbed version 3 (twins) the search starts from ExplaGraphs' best recipe, TopoRAG + LoRA with and without its
+# 2-cells (the comparison the testbed exists for), then the schedules it left close.
+TESTBED_JOBS = [Job(recipe, dataset="synthetic_scenes", ablation=ablation, version=3)
+                for recipe in ("constant 1e-3, up to 10 epochs", "cosine 1e-3, LoRA 1e-4, warm-up 0.1")
+                for ablation in ("", "w/o CRL (no 2-cells)")]
 
 
 def jobs() -> list[Job]:
-    """Every recipe for TopoRAG + LoRA on ExplaGraphs, most informative first."""
-    return [Job(recipe) for recipe in RECIPES]
+    """Every recipe for TopoRAG + LoRA on ExplaGraphs, most informative first, then the testbed's."""
+    return [Job(recipe) for recipe in RECIPES] + TESTBED_JOBS
 
 
 def is_done(job: Job, ledger: Path | None = None) -> bool:
@@ -102,23 +116,31 @@ def run_validation(config: TrainConfig, name: str, runs: Path, ledger: Path, pro
     return record_run(out, ledger, name, split=SPLIT)
 
 
-def one_answer_share(predictions: list[dict[str, Any]]) -> float:
-    """The share of questions given the most common answer (1.0: the run says one thing to everything)."""
-    counts = Counter(p["pred"].strip().lower() for p in predictions)
-    return max(counts.values()) / len(predictions) if predictions else float("nan")
+def one_answer_share(predictions: list[dict[str, Any]], family: str | None = None) -> float:
+    """The share of questions (of `family`, if given) given the most common answer (1.0: the run says one thing
+    to everything)."""
+    counts = Counter(p["pred"].strip().lower() for p in predictions if family is None or p.get("family") == family)
+    return max(counts.values()) / sum(counts.values()) if counts else float("nan")
 
 
 def search_table(ledger: Path | None = None) -> pd.DataFrame:
-    """One row per recorded search run: recipe, validation score, the selected and the last epoch, and the share
-    of the most common answer."""
+    """One row per recorded search run: recipe, validation score, the selected and the last epoch, the share of the
+    most common answer (overall and on loop questions), and on the testbed the accuracy per family and the loop
+    family's twin accuracy (nan where a run has none)."""
     rows = []
     for path in sorted((ledger or ledger_dir()).glob(f"*/{RECORD}")):
         record = pd.read_json(path, typ="series")
         metrics, config = record["metrics"], record["config"]
         predictions = read_predictions(predictions_path(path.parent, SPLIT))
-        rows.append({"dataset": config["dataset"], "run": record["name"], "seed": config["seed"],
+        per_family = metrics.get("per_family", {})
+        rows.append({"dataset": config["dataset"], "version": config.get("dataset_options", {}).get("version"),
+                     "run": record["name"], "seed": config["seed"],
                      "n_val": metrics["n"], "val_score": metrics["score"], "selected_epoch": metrics["selected_epoch"],
                      "epochs_run": metrics["epochs_run"], "one_answer_share": one_answer_share(predictions),
+                     "loop_one_answer_share": one_answer_share(predictions, "loop"),
+                     **{f"acc_{family}": per_family.get(family, float("nan")) for family in ("attribute", "path", "loop")},
+                     "twin_loop": metrics.get("twin", {}).get("loop", float("nan")),
+                     "closed": metrics.get("closed", {}).get("score", float("nan")),
                      "minutes_per_epoch": metrics.get("minutes_per_epoch")})
     return pd.DataFrame(rows)
 

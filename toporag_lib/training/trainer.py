@@ -54,12 +54,24 @@ from toporag_lib.training.run_files import CONFIG, read_config, write_split_resu
 from toporag_lib.training.sharded import feature_dim, iter_examples, preprocess_sharded
 from toporag_lib.training.train_config import TrainConfig
 
-def limited(indices: list[int], limit: int | None, seed: int) -> list[int]:
-    """A seeded random subset of `indices` of size `limit` (all of them when None), in the original order."""
+def limited(indices: list[int], limit: int | None, seed: int, pairs: dict[int, str] | None = None) -> list[int]:
+    """A seeded random subset of `indices` of size `limit` (all of them when None), in the original order. Where
+    questions come as counterfactual twins (`pairs`: index -> pair id, for the indices that have one), twins are
+    kept or dropped together: whole pairs and single questions are drawn until the next would pass `limit`."""
     if limit is None or limit >= len(indices):
         return list(indices)
-    chosen = np.random.default_rng(seed).choice(len(indices), size=limit, replace=False)
-    return [indices[i] for i in sorted(chosen)]
+    pairs = {i: p for i, p in (pairs or {}).items() if p}
+    if not any(i in pairs for i in indices):
+        chosen = np.random.default_rng(seed).choice(len(indices), size=limit, replace=False)
+        return [indices[i] for i in sorted(chosen)]
+    units: dict[str, list[int]] = {}
+    for i in indices:
+        units.setdefault(pairs.get(i, f"single {i}"), []).append(i)
+    groups, kept = list(units.values()), set()
+    for k in np.random.default_rng(seed).permutation(len(groups)):
+        if len(kept) + len(groups[k]) <= limit:
+            kept.update(groups[k])
+    return [i for i in indices if i in kept]
 
 
 def make_examples(config: TrainConfig, progress: bool = True,
@@ -68,7 +80,9 @@ def make_examples(config: TrainConfig, progress: bool = True,
     `examples.build_examples`), or with `config.preprocess` naming Dask, by `sharded.preprocess_sharded` into the
     folder `shards` (resumable; the same examples)."""
     dataset = load_dataset(config.dataset, **config.dataset_options)
-    splits = {name: limited(dataset.split[name], getattr(config.limits, name), config.seed) for name in dataset.split}
+    pairs = {i: s.meta["pair"] for i, s in enumerate(dataset) if s.meta.get("pair")}
+    splits = {name: limited(dataset.split[name], getattr(config.limits, name), config.seed, pairs)
+              for name in dataset.split}
     keep = sorted({i for ids in splits.values() for i in ids})
     position = {old: new for new, old in enumerate(keep)}
     if config.preprocess != "local":
