@@ -150,7 +150,8 @@ def test_results_readme_puts_paper_and_ours_side_by_side(tmp_path):
     row = next(line for line in text.splitlines() if line.startswith("| TopoRAG | synthetic_scenes |"))
     assert "0.250" in row and "0.400" in row
     assert "| w/o CRL (no 2-cells) | 0.200 |" in text and "0.858" in text  # notebook 05's table; paper's: 0.8576
-    assert text.count("_not produced in this run_") == 12  # Table 1 paired; Tables 5-7; by cycles; dtype; six testbed
+    assert text.count("_not produced in this run_") == 15  # Table 1 paired; Tables 5-7; by cycles; dtype; nine testbed
+    assert "## What changed, and why" in text and "| testbed v3 retrieval | k0 = 5" in text  # generated from code
     llm = text.split("## Testbed · LLM runs on the full split")[1]  # from the ledger: the synthetic run is full-split
     assert "| TopoRAG | 60 | 42 | 0.250 |" in llm and "explagraphs" not in llm.split("## Figures")[0]
     assert json.loads((tmp_path / "04_setup.json").read_text())["hardware"]

@@ -19,7 +19,7 @@ import pandas as pd
 
 from toporag_lib import atomic, hardware
 from toporag_lib.settings import merge
-from toporag_lib.study import dtype_agreement, paired_runs, paper
+from toporag_lib.study import dtype_agreement, paired_runs, paper, provenance
 from toporag_lib.study.experiments import TABLE1_METHODS
 from toporag_lib.study.ledger_tables import (TESTBED_PAIRS, explagraphs_by_cycles, full_split_records,
                                              full_split_table, ledger_table, table1_full_split, table1_paired,
@@ -137,14 +137,20 @@ def results_readme(results: str | Path, profile: str) -> str:
     records = read_ledger(results / "runs")
     testbed = full_split_records(records, "synthetic_scenes")
     sections = [
+        ("What changed, and why", provenance.WHAT_CHANGED, ""),
+        ("Which split chose what", provenance.default_choices(),
+         "_Every testbed default, its value in the code, the split that chose it and the file that shows the "
+         "choice (`study.provenance`)._"),
         ("Table 1 · every row on the full splits", table1_full_split(records, TABLE1_METHODS),
          "_From the ledger's full-split runs (`python -m toporag_lib.study.long_runs --suite table1`), mean ± std "
          "over seeds; the testbed (synthetic scenes v2, 600 test questions, exact match) stands in for SceneGraphs, "
          "so its paper column is a different dataset. `testbed contains` is G-Retriever's `label in prediction` on "
          "the same predictions: it credits an untrained LLM's sentence that names the answer, and also a 'yes no' "
          "hedge (see Testbed · floors), so it is not the primary metric. The bundled 135M LLM on a CPU, one epoch: "
-         "not the paper's 7B setting. SubgraphRAG and GNN-RAG are adapted to these datasets (`retrieval.baselines.fitted.subgraphrag`, `retrieval.baselines.fitted.gnnrag`); "
-         "G-Retriever (own code) runs at G-Retriever's released settings. A score marked superseded is a run a "
+         "not the paper's 7B setting. SubgraphRAG and GNN-RAG are adapted to these datasets "
+         "(`retrieval.baselines.fitted`), each fitted on the training split's answers as its paper is; ExplaGraphs "
+         "has no answer entities, so their cells there say n/a and why. G-Retriever (own code) runs at "
+         "G-Retriever's released settings. A score marked superseded is a run a "
          "later fix made obsolete (`study.superseded`): on ExplaGraphs a text row that read TopoRAG's cycle table "
          "(every text row kept the graph's 2-cells), or on the testbed a fitted retrieval trained on the evidence "
          "cells, its answer key; it is shown until its re-run (`long_runs --suite table1`) is in the ledger, and "
@@ -198,9 +204,27 @@ def results_readme(results: str | Path, profile: str) -> str:
          "_Per retrieval setting (notebook 03's budget grid and the evidence-recall methods): mean prompt tokens over "
          "the test split, the share of loop questions whose whole loop is retrieved, the share of path questions "
          "whose answer object is (intervals in `03_budget_frontier.csv`)._"),
+        ("Testbed v3 · retrieval chosen on validation", _read(results, "03_v3_retrieval_choice.csv"),
+         "_Testbed version 3 (twins), validation split only: per setting, the share of yes and of no loop questions "
+         "whose whole loop is retrieved, and mean prompt tokens; `chosen` is the cheapest setting holding the loop "
+         "for at least 0.90 of each, the registry's version 3 default._"),
+        ("Testbed v3 · evidence recall, the test split scored once",
+         _columns(_read(results, "03_v3_evidence_recall.csv"),
+                  ["method", "family", "evidence_recall", "evidence_recall_lo", "evidence_recall_hi",
+                   "covers_answer", "tokens", "n"]),
+         "_Version 3's test split, once per setting: the default, the same without 2-cells and G-Retriever at the "
+         "same edge texts and prizes (the 2-cells' own effect), a TopoRAG budget chosen on validation to cost no "
+         "more tokens than G-Retriever, and the version 2 default. 95% Wilson intervals._"),
+        ("Testbed · LLM-free probe", _columns(_read(results, "05_probe.csv"),
+                                              ["readout", "encoder", "two_cells", "input", "family", "accuracy",
+                                               "std", "twin", "twin_std", "seeds", "n", "pairs"]),
+         "_Each encoder's accuracy on the test split (mean and std over seeds), and on loop questions twin accuracy "
+         "(both twins right; any rule blind to the loop scores 0, a constant answer 0), per readout: attention "
+         "conditioned on the question, or the mean (`study.probe`)._"),
         ("Testbed · LLM-free probe, with against without 2-cells", _read(results, "05_probe_paired.csv"),
-         "_Cellular encoder with minus without 2-cells: mean per-question difference in correctness (averaged over "
-         "the seeds), 95% t-interval, paired t-test p; per-encoder accuracies in `05_probe.csv`._"),
+         "_Cellular encoder with minus without 2-cells, per readout: mean per-question (`accuracy`) or per-twin-pair "
+         "(`twin`) difference in correctness averaged over the seeds, 95% t-interval, paired t-test p and "
+         "`detectable`, the true difference found with 80% power at α = 0.05._"),
         ("Testbed · LLM runs on the full split", _columns(_nonempty(full_split_table(
             records, "synthetic_scenes")), ["method", "n", "seeds", "score", "score_std",
                                                                   "majority", "acc_attribute", "acc_path",
