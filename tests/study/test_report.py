@@ -20,7 +20,7 @@ def test_markdown_table_rounds_and_marks_missing_values():
 
 
 def record(ledger, name: str, dataset: str, seed: int, score: float, families: dict | None = None,
-           secondary: dict | None = None, lr: float | None = None) -> None:
+           secondary: dict | None = None, lr: float | None = None, closed: float | None = None) -> None:
     """A finished run (config, metrics, predictions) recorded in the ledger, as the trainer leaves one."""
     run = ledger.parent / f"run-{name.replace('/', '_')}-{dataset}-{seed}"
     run.mkdir()
@@ -29,7 +29,8 @@ def record(ledger, name: str, dataset: str, seed: int, score: float, families: d
         config.lr = lr
     (run / "config.json").write_text(json.dumps(config.to_dict()))
     metrics = {"n": 60, "score": score, **({"per_family": families} if families else {}),
-               **({"secondary": secondary} if secondary else {})}
+               **({"secondary": secondary} if secondary else {}),
+               **({"closed": {"score": closed}} if closed is not None else {})}
     (run / "metrics_test.json").write_text(json.dumps(metrics))
     (run / "predictions_test.jsonl").write_text("")
     record_run(run, ledger, name, command=f"python -m toporag_lib.training --set seed={seed}")
@@ -38,9 +39,10 @@ def record(ledger, name: str, dataset: str, seed: int, score: float, families: d
 def test_ledger_table_takes_means_over_seeds_of_one_setting(tmp_path):
     ledger = tmp_path / "runs"
     for seed, score in ((42, 0.5), (43, 0.7)):
-        record(ledger, "TopoRAG", "explagraphs", seed, score)
+        record(ledger, "TopoRAG", "explagraphs", seed, score, closed=score + 0.1)
     record(ledger, "zero-shot", "explagraphs", 42, 0.3)
     table = ledger_tables.ledger_table(read_ledger(ledger)).set_index("method")
+    assert table.loc["TopoRAG", "closed"] == pytest.approx(0.7) and pd.isna(table.loc["zero-shot", "closed"])
     assert table.loc["TopoRAG", "score"] == pytest.approx(0.6) and table.loc["TopoRAG", "seeds"] == "42, 43"
     assert table.loc["TopoRAG", "score_std"] == pytest.approx(0.1414, 1e-3) and table.loc["TopoRAG", "n"] == 60
     assert table.loc["zero-shot", "seeds"] == "42" and pd.isna(table.loc["zero-shot", "score_std"])

@@ -33,8 +33,9 @@ def majority_score(dataset: str, predictions: list[dict[str, Any]]) -> float:
 
 def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per (dataset, method name, config apart from the seed): mean and standard deviation of the score and
-    of each family's accuracy (and twin accuracy, `twin_<family>`, where questions come as twins) over the seeds, the majority-answer baseline on the same questions, n (test
-    questions), seeds, the LLM's dtype, the setting's config digest (`ledger.config_digest` without the seed), the
+    of each family's accuracy (and twin accuracy, `twin_<family>`, where questions come as twins) over the seeds,
+    the closed-answer score (`closed`, where the run has one: `evaluation.closed_answer_metrics`), the
+    majority-answer baseline on the same questions, n (test questions), seeds, the LLM's dtype, the setting's config digest (`ledger.config_digest` without the seed), the
     first run's hardware, command and commit, and why the setting is superseded ("" when it stands:
     `study.superseded`)."""
     rows = []
@@ -48,6 +49,7 @@ def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
                      **{f"acc_{k}": v for k, v in metrics.get("per_family", {}).items()},
                      **{f"twin_{k}": v for k, v in metrics.get("twin", {}).items()},
                      **{f"secondary_{k}": v for k, v in metrics.get("secondary", {}).items()},
+                     **({"closed": metrics["closed"]["score"]} if "closed" in metrics else {}),
                      "config": config_digest(config),
                      "hardware": r["hardware"], "command": r["command"], "run_id": r["run_id"],
                      "commit": (r.get("commit") or "")[:7], "finished": r.get("finished", ""),
@@ -55,7 +57,8 @@ def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame(columns=["dataset", "method", "n", "seeds", "score", "score_std"])
     frame = pd.DataFrame(rows).sort_values("finished", kind="stable")  # "first" is the earliest run
-    scores = [c for c in frame if c in ("score", "majority") or c.startswith(("acc_", "twin_", "secondary_"))]
+    scores = [c for c in frame if c in ("score", "majority", "closed")
+              or c.startswith(("acc_", "twin_", "secondary_"))]
     grouped = frame.groupby(["dataset", "method", "config"], sort=False)  # keys added later, at their old value, agree
     table = grouped[scores].mean()
     table["score_std"] = grouped["score"].std()
