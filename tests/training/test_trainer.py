@@ -289,3 +289,29 @@ def test_a_limit_keeps_twins_together_and_leaves_questions_without_twins_as_befo
         if i in pairs:  # its twin came along
             assert sum(pairs.get(j) == pairs[i] for j in kept) == 2
     assert kept == limited(indices, 12, seed=3, pairs=pairs) and limited(indices, None, 3, pairs) == indices
+
+
+class _RunsCode:
+    """A pickle payload that would run code when unpickled (writes a marker file)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.write_text, (self.marker, "ran"))
+
+
+def test_a_checkpoint_that_would_run_code_is_refused_naming_the_file(tiny_llm, tiny_encoder_path, tmp_path):
+    from toporag_lib.study import parked_runs
+
+    cfg = config(tiny_llm, tiny_encoder_path, epochs=1)
+    out = tmp_path / "run"
+    trainer = Trainer(cfg, out, progress=False)
+    marker = tmp_path / "marker.txt"
+    atomic.torch_save({"model": {}, "state": {"epoch": 0, "step": 1}, "payload": _RunsCode(marker)},
+                      trainer.checkpoint_path)  # a valid checksum: anyone can compute one
+    with pytest.raises(atomic.DamagedFileError, match="checkpoint.pt"):
+        trainer.resume()
+    with pytest.raises(atomic.DamagedFileError, match="checkpoint.pt"):
+        parked_runs.progress(out)
+    assert not marker.exists()

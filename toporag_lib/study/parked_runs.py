@@ -34,7 +34,7 @@ def progress(run: Path) -> Progress:
     path = run / CHECKPOINT
     if not atomic.is_intact(path):
         return NONE
-    state = atomic.torch_load(path, weights_only=False)["state"]
+    state = atomic.torch_load(path, weights_only=True)["state"]
     return int(state["epoch"]), int(state["step"])
 
 

@@ -228,7 +228,7 @@ class Trainer:
         if not self.checkpoint_path.exists():
             return False
         try:
-            saved = atomic.torch_load(self.checkpoint_path, weights_only=False)
+            saved = atomic.torch_load(self.checkpoint_path, weights_only=True)  # tensors and plain values only
         except atomic.DamagedFileError as err:
             raise atomic.DamagedFileError(f"{err}: delete it to restart this run from its beginning") from err
         self.model.load_trainable_state(saved["model"])
