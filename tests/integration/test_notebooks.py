@@ -167,8 +167,8 @@ def test_07_results_writes_the_readme_even_from_partial_results(tmp_path, isolat
     text = (isolated_cache / "results" / "README.md").read_text()
     sections = text.count("\n## ") - 1  # all but Figures
     # nothing ran in this cache: every section is "not produced" except the full-split Tables 1 and 2, which list
-    # their rows as "not run"
-    assert "under the `cpu-full` profile" in text and text.count("_not produced in this run_") == sections - 2
+    # their rows as "not run", and the two the code writes (what changed; which split chose what)
+    assert "under the `cpu-full` profile" in text and text.count("_not produced in this run_") == sections - 4
     table2 = text.split("## Table 2 · ablations on the full splits")[1].split("\n## ")[0]
     assert table2.count("not run") == 18  # 4 variants, frozen and with LoRA, x 2 datasets, and both floors
 
