@@ -105,15 +105,14 @@ def split_metrics(dataset: str, split: str, records: list[dict[str, Any]]) -> di
 
 
 def closed_answer_metrics(dataset: str, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The closed-answer score (secondary to the dataset's metric): the share of questions whose most likely
-    candidate answer (`choice`) is right, per family where questions have families, and twin accuracy by it."""
-    correct = correct_for(dataset)
-    right = [correct(r["choice"], r["label"]) for r in records]
-    out: dict[str, Any] = {"score": sum(right) / len(right)}
+    """The closed-answer score (secondary to the dataset's metric): the dataset's metric on the most likely
+    candidate answers (`choice`), per family where questions have families, and twin accuracy by it."""
+    choices, labels = [r["choice"] for r in records], [r["label"] for r in records]
+    out: dict[str, Any] = {"score": metric_for(dataset)(choices, labels)}
     families = [r["family"] for r in records]
     if any(families):
-        out["per_family"] = {f: sum(c for c, g in zip(right, families) if g == f) / families.count(f)
-                             for f in dict.fromkeys(families)}
+        out["per_family"] = per_family_accuracy(choices, labels, families, metric_for(dataset))
     if any("pair" in r for r in records):
+        right = [correct_for(dataset)(c, label) for c, label in zip(choices, labels)]
         out["twin"] = per_family_twin_accuracy(right, [r.get("pair", "") for r in records], families)
     return out
