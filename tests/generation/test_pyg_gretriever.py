@@ -93,6 +93,9 @@ def test_settings_pyg_cannot_honour_are_refused():
     with pytest.raises(ValueError, match="fixes LoRA"):
         check_model_config(method_config("G-Retriever (PyG) + LoRA", "explagraphs", {"model": {"lora_r": 16}}).model,
                            "cpu")
+    with pytest.raises(ValueError, match="question_first must be false"):
+        check_model_config(method_config("G-Retriever (PyG)", "explagraphs", {"model": {"question_first": True}}).model,
+                           "cpu")
 
 
 def test_an_interrupted_pyg_run_resumes_to_the_weights_of_an_uninterrupted_one(tiny_llm, tiny_encoder_path,

@@ -20,7 +20,8 @@ def test_every_recipe_selects_on_the_validation_score_with_early_stopping_and_di
     for dataset in {c.dataset for c in configs}:  # on each dataset, with and without 2-cells, recipes differ
         for k2 in {c.retrieval.k2 for c in configs if c.dataset == dataset}:
             mine = [c for c in configs if c.dataset == dataset and c.retrieval.k2 == k2]
-            assert len({(c.schedule, c.warmup_ratio, c.lr, c.lora_lr, c.epochs) for c in mine}) == len(mine)
+            settings = {(c.schedule, c.warmup_ratio, c.lr, c.lora_lr, c.epochs, c.model.question_first) for c in mine}
+            assert len(settings) == len(mine)
     assert all(c.limits.test is None and c.limits.val == recipe_search.SEARCH_LIMITS["val"] for c in configs)
 
 
@@ -30,12 +31,24 @@ def test_the_testbed_search_runs_on_version_3_with_and_without_2cells_at_its_ret
     testbed = [job for job in recipe_search.jobs() if job.dataset == "synthetic_scenes"]
     assert testbed and all(job.config().dataset_options == {"version": 3} for job in testbed)
     assert all(job.config().retrieval.k1 == TESTBED_V3_RETRIEVAL["k1"] for job in testbed)
-    with_cells = {job.recipe: job.config() for job in testbed if not job.ablation}
-    without = {job.recipe: job.config() for job in testbed if job.ablation}
+    with_cells = {(job.recipe, job.question_first): job.config() for job in testbed if not job.ablation}
+    without = {(job.recipe, job.question_first): job.config() for job in testbed if job.ablation}
+    assert (recipe_search.TESTBED_FIRST_RECIPE, True) in without
     assert with_cells.keys() == without.keys()
-    for recipe, config in without.items():  # the same run but for its 2-cells
-        assert config.retrieval.k2 == 0 and with_cells[recipe].retrieval.k2 > 0
-        assert config.to_dict() | {"retrieval": {}} == with_cells[recipe].to_dict() | {"retrieval": {}}
+    for key, config in without.items():  # the same run but for its 2-cells
+        assert config.retrieval.k2 == 0 and with_cells[key].retrieval.k2 > 0
+        assert config.to_dict() | {"retrieval": {}} == with_cells[key].to_dict() | {"retrieval": {}}
+
+
+def test_question_first_changes_only_the_prompt_layout_and_keeps_the_other_jobs_digests():
+    first = {job.ablation: job for job in recipe_search.jobs() if job.question_first}
+    for ablation, job in first.items():
+        plain = recipe_search.Job(job.recipe, dataset=job.dataset, ablation=ablation, version=job.version)
+        assert plain in recipe_search.jobs() and "question first" in job.name
+        changed, base = job.config().to_dict(), plain.config().to_dict()
+        assert changed["model"].pop("question_first") is True and base["model"].pop("question_first") is False
+        assert changed == base
+    assert len(first) == 2
 
 
 def test_a_search_run_is_scored_on_validation_and_never_writes_test_predictions(tmp_path, tiny_encoder_path):

@@ -10,6 +10,8 @@ Prompt layout, with the model's own chat template (the system turn is the templa
     {template up to the user content}[soft tokens]{graph text, at most max_txt_len tokens}\\n{question}
     {rest of the template through the assistant's generation prompt}{answer}{end of turn}   <- answer: training only
 
+With `question_first` the question comes before the graph text: [soft tokens]{question}\\n{graph text}, so the
+LLM reads the graph knowing what it is asked (a layout the paper does not use; chosen on validation for the testbed).
 The split point is found by rendering the template around a placeholder user message and tokenizing the two
 sides separately. Without a chat template: [BOS][soft tokens]{graph}\\n{question}{answer}[EOS].
 Batches are left-padded (position ids follow the attention mask), so a sample's loss and greedy output do not
@@ -73,7 +75,7 @@ def check_model_dir(path: Path) -> None:
 
 
 def load_llm(path: str | Path | None = None, dtype: torch.dtype | str = "auto", device: str = "cpu",
-             system_prompt: str | None = None) -> LLM:
+             system_prompt: str | None = None, question_first: bool = False) -> LLM:
     """Load a local causal LM (None: the bundled SmolLM2) with every base weight frozen, in `dtype` (a torch dtype
     or its name; "auto": bf16 where `device` computes it natively, else fp32 on CPUs, `hardware.resolve_llm_dtype`)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -84,7 +86,7 @@ def load_llm(path: str | Path | None = None, dtype: torch.dtype | str = "auto", 
     check_model_dir(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, device_map=device)
-    return LLM(model, tokenizer, system_prompt=system_prompt)
+    return LLM(model, tokenizer, system_prompt=system_prompt, question_first=question_first)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -156,11 +158,13 @@ def _eval_mode(module: torch.nn.Module) -> Iterator[None]:
 class LLM(torch.nn.Module):
     """A causal LM and its tokenizer, with soft-prompt-aware loss and greedy generation."""
 
-    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, system_prompt: str | None = None):
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, system_prompt: str | None = None,
+                 question_first: bool = False):
         super().__init__()
         self.model = model.requires_grad_(False)
         self.tokenizer = tokenizer
         self.system_prompt = system_prompt
+        self.question_first = question_first
         self.template = build_template(tokenizer, system_prompt)
         self.pad_id = next(i for i in (tokenizer.pad_token_id, tokenizer.eos_token_id, 0) if i is not None)
         self.stop_ids = self._stop_ids()
@@ -201,6 +205,9 @@ class LLM(torch.nn.Module):
         """Per sample: the token ids after the soft tokens, through the generation prompt."""
         graphs = self.tokenizer(list(graph_texts), add_special_tokens=False).input_ids
         sep = self.template.separator
+        if self.question_first:  # {question}\n{graph}: the graph text truncated as in the default layout
+            heads = self.tokenizer([q + sep for q in questions], add_special_tokens=False).input_ids
+            return [h + g[:max_txt_len] + self.template.suffix for h, g in zip(heads, graphs)]
         tails = self.tokenizer([sep + q for q in questions], add_special_tokens=False).input_ids
         return [g[:max_txt_len] + t + self.template.suffix for g, t in zip(graphs, tails)]
 
@@ -211,8 +218,8 @@ class LLM(torch.nn.Module):
     def build_batch(self, soft_prompt: Tensor | None, graph_texts: Sequence[str], questions: Sequence[str],
                     answers: Sequence[str] | None = None, max_txt_len: int = 512,
                     max_answer_len: int = 32) -> PromptBatch:
-        """Embed and left-pad [prefix; soft; graph; question; suffix (; answer; end of turn)] for each sample: the
-        soft prompt beside h_t = TextEmbedder([textualize(X*); x_q]) (paper eq. 22)."""
+        """Embed and left-pad [prefix; soft; graph; question (swapped with `question_first`); suffix (; answer; end
+        of turn)] for each sample: the soft prompt beside h_t = TextEmbedder([textualize(X*); x_q]) (paper eq. 22)."""
         n = len(questions)
         if n == 0 or len(graph_texts) != n or (answers is not None and len(answers) != n):
             raise ValueError("graph_texts, questions (and answers) must be non-empty and of the same length")

@@ -59,6 +59,9 @@ def check_model_config(model: ModelConfig, device: str) -> None:
         raise ValueError("engine 'pyg' runs PyG's GAT: model.encoder must be 'gat' and model.virtual_tokens 0")
     if model.lora and {key: getattr(model, key) for key in PYG_LORA} != PYG_LORA:
         raise ValueError(f"PyG's GRetriever fixes LoRA at {PYG_LORA}")
+    if model.question_first:
+        raise ValueError("engine 'pyg' builds PyG's own prompt (graph text, then question): "
+                         "model.question_first must be false")
     if device not in ("cpu", "cuda"):
         raise ValueError(f"engine 'pyg' takes device 'cpu' or 'cuda', not {device!r}")
 

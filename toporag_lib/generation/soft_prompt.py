@@ -44,6 +44,7 @@ class ModelConfig:
     lora_r: int = 8
     lora_alpha: int = 16
     lora_dropout: float = 0.05
+    question_first: bool = False  # the LLM reads {question}\n{graph text} (`LLM.question_first`); not the paper's
 
     def __post_init__(self) -> None:
         if self.encoder is not None and self.encoder not in ENCODERS:
@@ -84,6 +85,7 @@ class TopoRAGModel(nn.Module):
         self.config = config
         if config.lora:
             apply_lora(llm, r=config.lora_r, alpha=config.lora_alpha, dropout=config.lora_dropout)
+        llm.question_first = config.question_first  # the prompt layout is part of the model's config
         self.llm = llm
         hidden = llm.hidden_size
         self.encoder = None
