@@ -5,7 +5,7 @@ from __future__ import annotations
 from toporag_lib.paths import PROJECT_ROOT
 from toporag_lib.study import ledger_tables
 from toporag_lib.study.experiments import TABLE1_METHODS, method_config
-from toporag_lib.study.superseded import FITTED_ON_EVIDENCE, READ_CYCLE_TABLE, superseded
+from toporag_lib.study.superseded import FITTED_ON_EVIDENCE, READ_CYCLE_TABLE, standing, superseded
 from toporag_lib.training.ledger import read_ledger
 
 
@@ -47,3 +47,11 @@ def test_a_fitted_retrieval_trained_on_the_testbeds_evidence_is_superseded():
     assert superseded(record("GNN-RAG", "synthetic_scenes")) == ""  # fitted to answers, as its paper
     assert superseded(record("GNN-RAG", "explagraphs", fit_targets="evidence")) == ""  # no evidence there
     assert any(superseded(r) == FITTED_ON_EVIDENCE for r in read_ledger(PROJECT_ROOT / "results" / "runs"))
+
+
+def test_the_standing_full_split_records_hold_one_run_per_name_and_seed():
+    """What notebook 04 sets side by side (its by-cycles pivot fails on a name and seed given twice)."""
+    records = read_ledger(PROJECT_ROOT / "results" / "runs")
+    for dataset in ("explagraphs", "synthetic_scenes"):
+        runs = [(r["name"], r["config"]["seed"]) for r in ledger_tables.full_split_records(standing(records), dataset)]
+        assert runs and len(runs) == len(set(runs)), dataset
