@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
+from ledger_records import finished_run
 
 from toporag_lib.study.experiments import (
     ABLATIONS,
@@ -80,12 +81,10 @@ def test_a_finished_run_is_read_back_under_another_name(tmp_path, monkeypatch):
 
     def fake_run(cfg, out, progress):
         calls.append(out)
-        out.mkdir(parents=True)
-        metrics = {"n": 2, "score": 0.5, "per_family": {"loop": 1.0}}
-        (out / "config.json").write_text(json.dumps(cfg.to_dict()))
-        (out / "metrics_test.json").write_text(json.dumps(metrics))
-        (out / "predictions_test.jsonl").write_text('{"index": 0}\n{"index": 1}\n')
-        return metrics
+        answers = [{"index": 0, "question": "q0", "label": "yes", "pred": "yes", "family": "loop"},
+                   {"index": 1, "question": "q1", "label": "red", "pred": "blue", "family": "attribute"}]
+        finished_run(out, cfg.to_dict(), answers)  # scores 0.5, loop 1.0, as the trainer would record them
+        return json.loads((out / "metrics_test.json").read_text())
 
     monkeypatch.setattr(experiments, "run", fake_run)
     ledger = tmp_path / "ledger"

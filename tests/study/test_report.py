@@ -8,6 +8,7 @@ import re
 
 import pandas as pd
 import pytest
+from ledger_records import finished_run, predictions
 
 from toporag_lib.study import ledger_tables, report
 from toporag_lib.training.ledger import read_ledger, record_run
@@ -21,18 +22,15 @@ def test_markdown_table_rounds_and_marks_missing_values():
 
 def record(ledger, name: str, dataset: str, seed: int, score: float, families: dict | None = None,
            secondary: dict | None = None, lr: float | None = None, closed: float | None = None) -> None:
-    """A finished run (config, metrics, predictions) recorded in the ledger, as the trainer leaves one."""
+    """A finished run (config, metrics, predictions) recorded in the ledger, as the trainer leaves one: 200 test
+    predictions that score `score` (`families`: one family's score; `secondary`: the testbed's `contains`)."""
     run = ledger.parent / f"run-{name.replace('/', '_')}-{dataset}-{seed}"
-    run.mkdir()
     config = TrainConfig(dataset=dataset, seed=seed, train=name != "zero-shot")  # one config per method, or per lr
     if lr is not None:
         config.lr = lr
-    (run / "config.json").write_text(json.dumps(config.to_dict()))
-    metrics = {"n": 60, "score": score, **({"per_family": families} if families else {}),
-               **({"secondary": secondary} if secondary else {}),
-               **({"closed": {"score": closed}} if closed is not None else {})}
-    (run / "metrics_test.json").write_text(json.dumps(metrics))
-    (run / "predictions_test.jsonl").write_text("")
+    answers = predictions(dataset, score, per_family=families, contains=(secondary or {}).get("contains"),
+                          closed=closed)
+    finished_run(run, config.to_dict(), answers, without=() if secondary else ("secondary",))
     record_run(run, ledger, name, command=f"python -m toporag_lib.training --set seed={seed}")
 
 
@@ -44,7 +42,7 @@ def test_ledger_table_takes_means_over_seeds_of_one_setting(tmp_path):
     table = ledger_tables.ledger_table(read_ledger(ledger)).set_index("method")
     assert table.loc["TopoRAG", "closed"] == pytest.approx(0.7) and pd.isna(table.loc["zero-shot", "closed"])
     assert table.loc["TopoRAG", "score"] == pytest.approx(0.6) and table.loc["TopoRAG", "seeds"] == "42, 43"
-    assert table.loc["TopoRAG", "score_std"] == pytest.approx(0.1414, 1e-3) and table.loc["TopoRAG", "n"] == 60
+    assert table.loc["TopoRAG", "score_std"] == pytest.approx(0.1414, 1e-3) and table.loc["TopoRAG", "n"] == 200
     assert table.loc["zero-shot", "seeds"] == "42" and pd.isna(table.loc["zero-shot", "score_std"])
     assert table.loc["TopoRAG", "config"] != table.loc["zero-shot", "config"]  # the setting's digest, seed left out
     assert len(table.loc["TopoRAG", "config"]) == 10
@@ -53,16 +51,12 @@ def test_ledger_table_takes_means_over_seeds_of_one_setting(tmp_path):
 def test_a_seed_recorded_before_a_later_key_existed_joins_the_same_setting(tmp_path):
     ledger = tmp_path / "runs"
     for seed, batching in ((42, None), (43, "single"), (44, "length")):
-        run = tmp_path / f"run-{seed}"
-        run.mkdir()
         config = TrainConfig(dataset="explagraphs", seed=seed).to_dict()
         if batching is None:
             del config["embedding_batching"]  # written before the key existed: every text encoded alone
         else:
             config["embedding_batching"] = batching
-        (run / "config.json").write_text(json.dumps(config))
-        (run / "metrics_test.json").write_text(json.dumps({"n": 60, "score": seed / 100}))
-        (run / "predictions_test.jsonl").write_text("")
+        run = finished_run(tmp_path / f"run-{seed}", config, predictions("explagraphs", seed / 100))
         record_run(run, ledger, "TopoRAG", command="python -m toporag_lib.training")
     table = ledger_tables.ledger_table(read_ledger(ledger))
     assert sorted(table.seeds) == ["42, 43", "44"]  # "single" is what the code did before; "length" is another setting
@@ -76,7 +70,7 @@ def test_table1_on_full_splits_has_a_row_per_method_with_n_seeds_and_the_paper(t
     table = ledger_tables.table1_full_split(read_ledger(ledger), ["zero-shot", "TopoRAG", "G-Retriever (own code)"])
     rows = table.set_index("method")
     assert rows.loc["TopoRAG", "ExplaGraphs"] == "0.600 ± 0.141" and rows.loc["TopoRAG", "ExplaGraphs seeds"] == "42, 43"
-    assert rows.loc["TopoRAG", "ExplaGraphs n"] == 60 and rows.loc["TopoRAG", "paper explagraphs"] == 0.8899
+    assert rows.loc["TopoRAG", "ExplaGraphs n"] == 200 and rows.loc["TopoRAG", "paper explagraphs"] == 0.8899
     assert rows.loc["TopoRAG", "testbed"] == "not run" and rows.loc["zero-shot", "testbed"] == "0.300"
     assert rows.loc["zero-shot", "testbed contains"] == "0.450" and rows.loc["TopoRAG", "testbed contains"] == ""
     assert "ExplaGraphs contains" not in table  # ExplaGraphs has one metric
@@ -115,7 +109,7 @@ def test_table2_on_full_splits_ablates_frozen_and_with_lora_and_puts_the_paper_b
     assert rows.loc["TopoRAG w/o CRL (no 2-cells)", "paper explagraphs"] == "" and "paper scenegraphs" not in table
     ran = ledger_tables.full_split_side_by_side(read_ledger(ledger), [("TopoRAG", "TopoRAG")], ledger_tables.paper.TABLE2, "variant",
                                          {"synthetic_scenes": None})
-    assert "| 0.350 | 0.360 | 60 | 42 |" in report.markdown_table(ran)  # n stays an integer when every row has one
+    assert "| 0.350 | 0.360 | 200 | 42 |" in report.markdown_table(ran)  # n stays an integer when every row has one
 
 
 def test_table1_pairs_toporag_with_lora_against_each_lora_row_on_each_dataset():
@@ -148,14 +142,14 @@ def test_results_readme_puts_paper_and_ours_side_by_side(tmp_path):
     path = report.write_results_readme(tmp_path, "cpu-quick")
     text = path.read_text()
     row = next(line for line in text.splitlines() if line.startswith("| TopoRAG | explagraphs |"))
-    assert "0.890" in row and "0.610" in row and "| 60 | 42 |" in row  # paper 0.8899; ours, n and seeds
+    assert "0.890" in row and "0.610" in row and "| 200 | 42 |" in row  # paper 0.8899; ours, n and seeds
     row = next(line for line in text.splitlines() if line.startswith("| TopoRAG | synthetic_scenes |"))
     assert "0.250" in row and "0.400" in row
     assert "| w/o CRL (no 2-cells) | 0.200 |" in text and "0.858" in text  # notebook 05's table; paper's: 0.8576
     assert text.count("_not produced in this run_") == 15  # Table 1 paired; Tables 5-7; by cycles; dtype; nine testbed
     assert "## What changed, and why" in text and "| testbed v3 retrieval | k0 = 5" in text  # generated from code
     llm = text.split("## Testbed · LLM runs on the full split")[1]  # from the ledger: the synthetic run is full-split
-    assert "| TopoRAG | 60 | 42 | 0.250 |" in llm and "explagraphs" not in llm.split("## Figures")[0]
+    assert "| TopoRAG | 200 | 42 | 0.250 |" in llm and "explagraphs" not in llm.split("## Figures")[0]
     assert json.loads((tmp_path / "04_setup.json").read_text())["hardware"]
 
 
@@ -163,21 +157,18 @@ def test_headline_keeps_full_split_runs_of_any_commit_and_subset_runs_of_the_new
     ledger = tmp_path / "runs"
 
     def finished(name, limits, commit, when, score):
-        run = tmp_path / f"run-{name}-{commit}"
-        run.mkdir()
         config = TrainConfig(dataset="explagraphs", limits=limits, seed=42, train=name != "zero-shot")
-        (run / "config.json").write_text(json.dumps(config.to_dict()))
-        (run / "metrics_test.json").write_text(json.dumps({"n": 554 if limits == {} else 60, "score": score}))
-        (run / "predictions_test.jsonl").write_text("")
+        answers = predictions("explagraphs", score, n=554 if limits == {} else 60)
+        run = finished_run(tmp_path / f"run-{name}-{commit}", config.to_dict(), answers)
         path = record_run(run, ledger, name) / "record.json"
         path.write_text(json.dumps({**json.loads(path.read_text()), "commit": commit, "finished": when}))
 
-    finished("TopoRAG", {}, "aaaaaaa", "2026-11-01 10:00 UTC", 0.71)  # a full split, at an older commit
+    finished("TopoRAG", {}, "aaaaaaa", "2026-11-01 10:00 UTC", 393 / 554)  # a full split, at an older commit
     finished("G-Retriever", {"test": 60}, "aaaaaaa", "2026-11-01 11:00 UTC", 0.45)
     finished("TopoRAG", {"test": 60}, "bbbbbbb", "2026-11-02 10:00 UTC", 0.35)
-    finished("zero-shot", {}, "bbbbbbb", "2026-11-02 11:00 UTC", 0.30)  # Table 1's, not the headline's
+    finished("zero-shot", {}, "bbbbbbb", "2026-11-02 11:00 UTC", 166 / 554)  # Table 1's, not the headline's
     text = report.headline(tmp_path)
-    assert "| explagraphs | TopoRAG | 554 |" in text and "0.710" in text
+    assert "| explagraphs | TopoRAG | 554 |" in text and "0.709" in text
     assert "| explagraphs | TopoRAG | 60 |" in text and "G-Retriever" not in text  # an older subset run
     assert "zero-shot" not in text
 

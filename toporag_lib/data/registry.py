@@ -9,6 +9,9 @@ which retrieval its questions get by default, and what the paper reports about i
 | `webqsp` | `root=` | RoG-webqsp, local | Hit (Hit@1) | TopoRAG, k1 = 3 |
 | `synthetic_scenes` | `num_images=`, `questions_per_image=`, `seed=`, `version=` (1, 2 the default, 3 twins) | ours | exact match | TopoRAG (k1 = 8; version 3: k0 = 5, k1 = 12) |
 
+A dataset whose metric changed keeps the metric its early runs were scored under (`EarlierMetric`), so that the
+ledger can tell such a record from one whose score was edited (`training.record_check`).
+
 Retrieval defaults are overrides of `toporag_lib.retrieval.RetrievalConfig`'s (the paper's top-k, section 5.1,
 and G-Retriever's cost_e; c2 and k2 are ours), lifting defaults of `toporag_lib.topology.LiftConfig`'s; the synthetic
 testbed's were chosen by measurement (below).
@@ -24,6 +27,18 @@ from typing import Any
 from toporag_lib.data import metrics
 from toporag_lib.data.dataset import QADataset
 from toporag_lib.data.testbed.vocabulary import ANSWERS as TESTBED_ANSWERS
+
+
+@dataclass(frozen=True)
+class EarlierMetric:
+    """A metric a dataset's runs were scored under before `until` (a commit) replaced it with today's. Every record
+    scored since carries the metrics key `written_since` (written by the same change), so a record without it that
+    agrees with this metric, and not with today's, was scored under this one."""
+
+    name: str
+    metric: metrics.Metric
+    until: str
+    written_since: str
 
 
 @dataclass(frozen=True)
@@ -45,6 +60,8 @@ class DatasetSpec:
     version_retrieval: dict[int, dict[str, Any]] = field(default_factory=dict)  # per `version=` option, on top
     # The closed answer vocabulary per question family ("" where questions have none); empty: open answers
     answer_choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    metric_name: str = ""  # what `metric` is called in the tables
+    earlier_metrics: tuple[EarlierMetric, ...] = ()  # what the dataset's runs were scored under before `metric`
 
     def choices_for(self, family: str) -> tuple[str, ...]:
         """The answers a question of `family` chooses among (empty when the dataset's answers are open)."""
@@ -59,7 +76,12 @@ class DatasetSpec:
         return self.load_function()(**options)
 
 
-_SCENES = {"metric": metrics.scenegraphs_accuracy, "correct": metrics.scenegraphs_correct}
+_SCENES = {"metric": metrics.scenegraphs_accuracy, "correct": metrics.scenegraphs_correct,
+           "metric_name": "label in prediction"}
+
+# Until 309c81e (testbed version 2) the testbed was scored as SceneGraphs is, `label in prediction`; exact match and,
+# beside it, `label in prediction` as a secondary metric came in together, so every later record has "secondary".
+TESTBED_EARLIER_METRICS = (EarlierMetric("label in prediction", metrics.scenegraphs_accuracy, "309c81e", "secondary"),)
 
 # Chosen on the testbed by notebook 03's evidence recall (results/03_evidence_recall.csv): edge features of the
 # verbalised triples, a minimum cycle basis without digons, every 2-cell with a positive prize in the PCST, and
@@ -81,18 +103,19 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
     DatasetSpec("explagraphs", "toporag_lib.data.explagraphs:load_explagraphs", metrics.explagraphs_accuracy,
                 metrics.explagraphs_correct, {"method": "whole_graph"},
                 {"graphs": 2766, "avg_nodes": 5.17, "avg_edges": 4.25}, task_prompt=EXPLAGRAPHS_TASK,
-                answer_choices={"": ("support", "counter")}),
+                answer_choices={"": ("support", "counter")}, metric_name="first class word"),
     DatasetSpec("scenegraphs", "toporag_lib.data.gqa:load_scenegraphs", **_SCENES,
                 paper_stats={"graphs": 100000, "avg_nodes": 19.13, "avg_edges": 68.44}),
     DatasetSpec("gqa_fixtures", "toporag_lib.data.gqa:load_gqa_fixtures", **_SCENES),
     DatasetSpec("webqsp", "toporag_lib.data.webqsp:load_webqsp", metrics.webqsp_hit, metrics.webqsp_correct,
                 {"k1": 3}, {"graphs": 4737, "avg_nodes": 1370.89, "avg_edges": 4252.37},
-                secondary={"hit@1": metrics.webqsp_hit_at_1}),
+                secondary={"hit@1": metrics.webqsp_hit_at_1}, metric_name="Hit"),
     DatasetSpec("synthetic_scenes", "toporag_lib.data.testbed.loader:load_synthetic_scenes",
                 metrics.exact_match_accuracy, metrics.exact_match_correct, TESTBED_RETRIEVAL,
                 secondary={"contains": metrics.scenegraphs_accuracy}, lift=TESTBED_LIFT, edge_text="triple",
                 max_new_tokens=TESTBED_ANSWER_TOKENS, version_retrieval={3: TESTBED_V3_RETRIEVAL},
-                answer_choices=TESTBED_ANSWERS),
+                answer_choices=TESTBED_ANSWERS, metric_name="exact match",
+                earlier_metrics=TESTBED_EARLIER_METRICS),
 )}
 
 
@@ -111,6 +134,26 @@ def load_dataset(name: str, **options: Any) -> QADataset:
 def metric_for(name: str) -> metrics.Metric:
     """The headline metric of a dataset (a mean over questions)."""
     return dataset_spec(name).metric
+
+
+def earlier_metric(name: str, scored_under: str) -> EarlierMetric:
+    """The earlier metric of dataset `name` called `scored_under` (`DatasetSpec.earlier_metrics`)."""
+    spec = dataset_spec(name)
+    for earlier in spec.earlier_metrics:
+        if earlier.name == scored_under:
+            return earlier
+    raise ValueError(f"{name} was never scored under {scored_under!r}; its earlier metrics: "
+                     f"{[e.name for e in spec.earlier_metrics]}")
+
+
+def scoring_metric(name: str, scored_under: str = "") -> tuple[str, metrics.Metric]:
+    """What a record of dataset `name` was scored under, as the tables label it, and its function: today's metric
+    (`scored_under` empty), or the earlier metric of that name, labelled with the commit that replaced it."""
+    if not scored_under:
+        spec = dataset_spec(name)
+        return spec.metric_name, spec.metric
+    earlier = earlier_metric(name, scored_under)
+    return f"{earlier.name} (until {earlier.until})", earlier.metric
 
 
 def correct_for(name: str) -> metrics.Verdict:

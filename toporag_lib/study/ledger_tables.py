@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from toporag_lib.data import load_dataset
-from toporag_lib.data.registry import metric_for
+from toporag_lib.data.registry import scoring_metric
 from toporag_lib.study import paired_runs, paper
 from toporag_lib.study.experiments import ABLATIONS, NOT_APPLICABLE
 from toporag_lib.study.floors_and_evidence import with_cycle_families
@@ -21,31 +21,33 @@ from toporag_lib.training.ledger import config_digest
 from toporag_lib.training.train_config import TrainConfig
 
 
-def majority_score(dataset: str, predictions: list[dict[str, Any]]) -> float:
-    """What answering every test question with its most common label scores under the dataset's metric (the
-    trivial baseline a run must beat on the same questions); nan without predictions."""
+def majority_score(dataset: str, predictions: list[dict[str, Any]], scored_under: str = "") -> float:
+    """What answering every test question with its most common label scores under the dataset's metric (or the
+    earlier metric the run was scored under: `registry.scoring_metric`), the trivial baseline a run must beat on the
+    same questions; nan without predictions."""
     labels = [p["label"] for p in predictions]
     if not labels:
         return float("nan")
     majority = Counter(labels).most_common(1)[0][0]
-    return metric_for(dataset)([majority] * len(labels), labels)
+    return scoring_metric(dataset, scored_under)[1]([majority] * len(labels), labels)
 
 
 def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per (dataset, method name, config apart from the seed): mean and standard deviation of the score and
     of each family's accuracy (and twin accuracy, `twin_<family>`, where questions come as twins) over the seeds,
     the closed-answer score (`closed`, where the run has one: `evaluation.closed_answer_metrics`), the
-    majority-answer baseline on the same questions, n (test questions), seeds, the LLM's dtype, the setting's config digest (`ledger.config_digest` without the seed), the
-    first run's hardware, command and commit, and why the setting is superseded ("" when it stands:
-    `study.superseded`)."""
+    majority-answer baseline on the same questions, n (test questions), seeds, the LLM's dtype, the setting's config
+    digest (`ledger.config_digest` without the seed), the metric its scores are under (`metric`: the dataset's, or
+    the earlier one a record read by `ledger.read_ledger` was scored under, its "scored_under"), the first run's
+    hardware, command and commit, and why the setting is superseded ("" when it stands: `study.superseded`)."""
     rows = []
     for r in records:
         config = {k: v for k, v in r["config"].items() if k != "seed"}
-        metrics = r["metrics"]
-        rows.append({"dataset": r["config"]["dataset"], "method": r["name"],
+        metrics, dataset, scored_under = r["metrics"], r["config"]["dataset"], r.get("scored_under", "")
+        rows.append({"dataset": dataset, "method": r["name"], "metric": scoring_metric(dataset, scored_under)[0],
                      "seed": r["config"]["seed"], "llm_dtype": r["config"].get("llm_dtype", "bfloat16"),
                      "n": metrics["n"], "score": metrics["score"],
-                     "majority": majority_score(r["config"]["dataset"], r.get("predictions", [])),
+                     "majority": majority_score(dataset, r.get("predictions", []), scored_under),
                      **{f"acc_{k}": v for k, v in metrics.get("per_family", {}).items()},
                      **{f"twin_{k}": v for k, v in metrics.get("twin", {}).items()},
                      **{f"secondary_{k}": v for k, v in metrics.get("secondary", {}).items()},
@@ -55,11 +57,12 @@ def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:
                      "commit": (r.get("commit") or "")[:7], "finished": r.get("finished", ""),
                      "superseded": superseded(r)})
     if not rows:
-        return pd.DataFrame(columns=["dataset", "method", "n", "seeds", "score", "score_std"])
+        return pd.DataFrame(columns=["dataset", "method", "metric", "n", "seeds", "score", "score_std"])
     frame = pd.DataFrame(rows).sort_values("finished", kind="stable")  # "first" is the earliest run
     scores = [c for c in frame if c in ("score", "majority", "closed")
               or c.startswith(("acc_", "twin_", "secondary_"))]
-    grouped = frame.groupby(["dataset", "method", "config"], sort=False)  # keys added later, at their old value, agree
+    # keys added later, at their old value, agree; scores under different metrics are never averaged
+    grouped = frame.groupby(["dataset", "method", "config", "metric"], sort=False)
     table = grouped[scores].mean()
     table["score_std"] = grouped["score"].std()
     table["seeds"] = grouped["seed"].apply(lambda s: ", ".join(str(x) for x in sorted(s)))

@@ -31,8 +31,8 @@ from toporag_lib.study import parked_runs
 from toporag_lib.settings import merge
 from toporag_lib.study.experiments import ABLATIONS, config_digest, variant_config
 from toporag_lib.study.long_runs import claim, selected
-from toporag_lib.training.ledger import COMMAND_ENV, RECORD, record_run, run_id
-from toporag_lib.training.run_files import predictions_path, read_metrics, read_predictions
+from toporag_lib.training.ledger import COMMAND_ENV, RECORD, read_ledger, record_run, run_id
+from toporag_lib.training.run_files import read_metrics
 from toporag_lib.training.train_config import TrainConfig
 from toporag_lib.training.trainer import Trainer
 
@@ -137,15 +137,15 @@ def search_table(ledger: Path | None = None) -> pd.DataFrame:
     most common answer (overall and on loop questions), and on the testbed the accuracy per family and the loop
     family's twin accuracy (nan where a run has none)."""
     rows = []
-    for path in sorted((ledger or ledger_dir()).glob(f"*/{RECORD}")):
-        record = pd.read_json(path, typ="series")
-        metrics, config = record["metrics"], record["config"]
-        predictions = read_predictions(predictions_path(path.parent, SPLIT))
+    for record in read_ledger(ledger or ledger_dir()):  # each checked against its validation predictions
+        metrics, config, predictions = record["metrics"], record["config"], record["predictions"]
         per_family = metrics.get("per_family", {})
         rows.append({"dataset": config["dataset"], "version": config.get("dataset_options", {}).get("version"),
-                     "question_first": config["model"].get("question_first", False), "run": record["name"], "seed": config["seed"],
-                     "n_val": metrics["n"], "val_score": metrics["score"], "selected_epoch": metrics["selected_epoch"],
-                     "epochs_run": metrics["epochs_run"], "one_answer_share": one_answer_share(predictions),
+                     "question_first": config["model"].get("question_first", False),
+                     "run": record["name"], "seed": config["seed"],
+                     "n_val": metrics["n"], "val_score": metrics["score"],
+                     "selected_epoch": metrics.get("selected_epoch"),
+                     "epochs_run": metrics.get("epochs_run"), "one_answer_share": one_answer_share(predictions),
                      "loop_one_answer_share": one_answer_share(predictions, "loop"),
                      **{f"acc_{family}": per_family.get(family, float("nan")) for family in ("attribute", "path", "loop")},
                      "twin_loop": metrics.get("twin", {}).get("loop", float("nan")),

@@ -102,7 +102,7 @@ def table1(results: Path) -> str | None:
     keep = ["method", "dataset", "llm_dtype", "n", "seeds", "score", "score_std", "majority"]
     keep += [c for c in ("acc_loop", "twin_loop") if c in ours]
     ours = ours.sort_values(["dataset", "n", "method", "commit"], ascending=[True, False, True, True], kind="stable")
-    wide = ours[keep + ["config", "commit", "superseded"]].rename(columns={"score": "ours", "score_std": "ours std", "majority": "majority answer",
+    wide = ours[keep + ["metric", "config", "commit", "superseded"]].rename(columns={"score": "ours", "score_std": "ours std", "majority": "majority answer",
                                       "acc_loop": "ours loop questions"})
     paper_scores = paper.TABLE1.melt(id_vars=["setting", "method"], var_name="dataset", value_name="paper")
     table = wide.merge(paper_scores[["method", "dataset", "paper"]], on=["method", "dataset"], how="left")
@@ -158,8 +158,11 @@ def results_readme(results: str | Path, profile: str) -> str:
         ("Table 1 · every run in the ledger", table1(results),
          "_Ours: every run in the ledger (`runs/`), one row per method and setting (`config`: a digest of its config "
          "without the seed; `commit`: its first run's): the mean over its seeds, their standard deviation, n test "
-         "questions (ExplaGraphs: of its 554; synthetic scenes stand in for SceneGraphs). Each record names its "
-         "command, commit and hardware; `superseded` says why a setting no longer stands (`study.superseded`)._"),
+         "questions (ExplaGraphs: of its 554; synthetic scenes stand in for SceneGraphs), `metric` the one its "
+         "score is under. Each record names its command, commit and hardware, and each score was recomputed from "
+         "the record's predictions when it was read (`training.record_check`); `superseded` says why a setting no "
+         "longer stands (`study.superseded`), among them the testbed's early runs scored by `label in prediction`, "
+         "before its metric became exact match._"),
         ("Table 1 · TopoRAG against the other trained rows, paired", table1_paired(records),
          "_Per dataset, over the seeds both ran (`study.paired_runs`, as in the Testbed sections below): a minus b, "
          "each question's correctness averaged over those seeds, 95% t-interval over questions, paired t-test p and "

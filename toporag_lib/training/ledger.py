@@ -4,7 +4,9 @@
 A record is `record.json` (run id, name, command, commit, hardware, when, config, metrics) beside a copy of the
 run's `predictions_test.jsonl`. The run id is `<dataset>-<hash of the config>`: the same config (seed included)
 is one record, so re-running a finished run does not add a second one. Tables in `results/` and the README are
-generated from these records (`toporag_lib.study.report`), never typed by hand.
+generated from these records (`toporag_lib.study.report`), never typed by hand, and read through one reader,
+`read_record` (`read_ledger`): it refuses a record whose schema is wrong or whose scores its own predictions do not
+give (`record_check`: `RecordError`, `ScoreMismatchError`, each naming the file).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any
 
 from toporag_lib import atomic, hardware
 from toporag_lib.paths import PROJECT_ROOT
+from toporag_lib.training.record_check import (  # the errors are the readers': `from ledger import RecordError`
+    RecordError, ScoreMismatchError, check_scores, validate, validate_predictions)
 from toporag_lib.training.run_files import predictions_path, read_config, read_metrics, read_predictions
 
 RECORD = "record.json"
@@ -108,7 +112,9 @@ def record_run(run_dir: str | Path, ledger: str | Path, name: str, command: str 
                split: str = "test") -> Path:
     """Record the finished run in `run_dir` (its config, metrics and predictions) in the ledger folder `ledger`.
 
-    A record of the same config with the same metrics is left as it is (first name and date kept).
+    A record of the same config with the same metrics is left as it is (first name and date kept). The record is
+    checked as `read_record` will check it (its schema, its scores against the run's predictions) before anything
+    is written, so the ledger never holds a record its reader refuses.
     """
     run_dir = Path(run_dir)
     config, metrics = read_config(run_dir), read_metrics(run_dir, split)
@@ -116,23 +122,40 @@ def record_run(run_dir: str | Path, ledger: str | Path, name: str, command: str 
         raise FileNotFoundError(f"{run_dir}: the run has not scored its {split} split (no metrics_{split}.json)")
     folder = Path(ledger) / run_id(config)
     existing = folder / RECORD
-    if existing.exists() and atomic.read_json(existing).get("metrics") == metrics:
+    if existing.exists() and read_record(existing, check=False)["metrics"] == metrics:
         return folder
     record = {"run_id": folder.name, "name": name, "command": command or os.environ.get(COMMAND_ENV)
               or " ".join([Path(sys.executable).name, *sys.argv]), "commit": STARTED_FROM,
               "hardware": hardware.describe(config.get("device", "cpu")),
               "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "config": config,
               "metrics": metrics}
-    atomic.write_bytes(predictions_path(folder, split), predictions_path(run_dir, split).read_bytes())
+    predictions = predictions_path(run_dir, split)  # errors name the run folder: its config and metrics files
+    validate(record, run_dir, folder=folder.name)
+    check_scores(record, run_dir, validate_predictions(read_predictions(predictions), predictions), predictions,
+                 earlier=False)
+    atomic.write_bytes(predictions_path(folder, split), predictions.read_bytes())
     atomic.write_text(existing, json.dumps(record, indent=1) + "\n")
     return folder
 
 
+def read_record(path: str | Path, check: bool = True) -> dict[str, Any]:
+    """The record in `path` (a `record.json`), validated (`record_check.validate`), with its split's predictions
+    under "predictions" and its scores recomputed from them (`record_check.check_scores`), under "scored_under" ""
+    when they are the dataset's metric's, or the earlier metric's name when the record was scored before its
+    dataset's metric changed (`registry.EarlierMetric`). A record that fails either check is a `RecordError`
+    (`ScoreMismatchError` where a score disagrees) naming the file. Without `check` (a record about to be
+    rewritten) only its schema is checked, and the record is returned as it is in the file."""
+    path = Path(path)
+    record = validate(atomic.parse_json(path.read_text(), str(path)), path)
+    if not check:
+        return record
+    predictions = predictions_path(path.parent, record["metrics"].get("split", "test"))
+    if not predictions.exists():
+        raise RecordError(path, "metrics.score", f"cannot be checked: its predictions ({predictions.name}) are missing")
+    rows = validate_predictions(read_predictions(predictions), predictions)
+    return {**record, "predictions": rows, "scored_under": check_scores(record, path, rows, predictions)}
+
+
 def read_ledger(ledger: str | Path) -> list[dict[str, Any]]:
-    """Every record in the ledger folder, in run-id order, each with its test predictions under "predictions"."""
-    records = []
-    for path in sorted(Path(ledger).glob(f"*/{RECORD}")):
-        predictions = predictions_path(path.parent, "test")
-        records.append({**atomic.parse_json(path.read_text(), str(path)),
-                        "predictions": read_predictions(predictions) if predictions.exists() else []})
-    return records
+    """Every record in the ledger folder, in run-id order, each checked and with its predictions (`read_record`)."""
+    return [read_record(path) for path in sorted(Path(ledger).glob(f"*/{RECORD}"))]
