@@ -80,7 +80,7 @@ def test_a_finished_run_is_read_back_under_another_name(tmp_path, monkeypatch):
 
     def fake_run(cfg, out, progress):
         calls.append(out)
-        out.mkdir(parents=True)
+        out.mkdir(parents=True, exist_ok=True)  # run_cached made it, holding its lock
         metrics = {"n": 2, "score": 0.5, "per_family": {"loop": 1.0}}
         (out / "config.json").write_text(json.dumps(cfg.to_dict()))
         (out / "metrics_test.json").write_text(json.dumps(metrics))
