@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -46,16 +47,25 @@ def test_the_testbed_suite_ablates_toporag_frozen_and_with_lora_with_one_change_
 def test_a_run_held_by_a_live_process_is_skipped_and_a_dead_holder_is_taken_over(tmp_path):
     job = long_runs.table1_jobs()[0]
     first = long_runs.claim(job, tmp_path)
-    assert first is not None and first.read_text() == str(os.getpid())
-    assert long_runs.claim(job, tmp_path) == first  # the holder itself may go on
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    assert first is not None and json.loads(first.path.read_text())["pid"] == os.getpid()
+    again = long_runs.claim(job, tmp_path)  # the holder itself may go on
+    assert again is not None and again.path == first.path
+    again.release()
+    first.release()
+    assert not first.path.exists()
+    holder = ("import sys, time; from toporag_lib import locks; held = locks.acquire(sys.argv[1]); "
+              "print('held', flush=True); time.sleep(60)")
+    other = subprocess.Popen([sys.executable, "-c", holder, str(first.path)], stdout=subprocess.PIPE, text=True)
     try:
-        first.write_text(str(other.pid))
+        assert other.stdout.readline().strip() == "held"
         assert long_runs.claim(job, tmp_path) is None  # a live process holds it
     finally:
-        other.kill()
+        other.kill()  # killed while holding it: its lock file stays, its lock does not
         other.wait()
-    assert long_runs.claim(job, tmp_path) == first and first.read_text() == str(os.getpid())  # gone: taken over
+    assert json.loads(first.path.read_text())["pid"] == other.pid
+    taken = long_runs.claim(job, tmp_path)
+    assert taken is not None and json.loads(taken.path.read_text())["pid"] == os.getpid()
+    taken.release()
 
 
 def test_a_shard_takes_every_nth_job_and_jobs_run_as_listed_or_are_refused():

@@ -314,4 +314,25 @@ def test_a_checkpoint_that_would_run_code_is_refused_naming_the_file(tiny_llm, t
         trainer.resume()
     with pytest.raises(atomic.DamagedFileError, match="checkpoint.pt"):
         parked_runs.progress(out)
-    assert not marker.exists()
+    atomic.torch_save({"weights": _RunsCode(marker)}, out / "best.pt")
+    with pytest.raises(atomic.DamagedFileError, match="best.pt"):
+        trainer.evaluate("test")
+    trainer.close()
+    parked = tmp_path / "parked" / "synthetic_scenes" / out.name  # a parked run, as `unpark` finds it
+    parked.mkdir(parents=True)
+    for name in ("config.json", "checkpoint.pt"):
+        (parked / name).write_bytes((out / name).read_bytes())
+    with pytest.raises(atomic.DamagedFileError, match=f"{out.name}/checkpoint.pt"):
+        parked_runs.unpark(tmp_path / "cache", tmp_path / "ledger", tmp_path / "parked")
+    assert not marker.exists() and not (tmp_path / "cache").exists()
+
+
+def test_every_resume_checks_the_checkpoints_own_config(tiny_llm, tiny_encoder_path, tmp_path):
+    """A checkpoint of another config in a folder whose config.json matches (copied in, say) is refused at resume."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    Trainer(config(tiny_llm, tiny_encoder_path, epochs=1), ours, progress=False).train(stop_after_steps=1)
+    Trainer(config(tiny_llm, tiny_encoder_path, epochs=1, lr=5e-3), theirs, progress=False).train(stop_after_steps=1)
+    (ours / "checkpoint.pt").write_bytes((theirs / "checkpoint.pt").read_bytes())
+    trainer = Trainer(config(tiny_llm, tiny_encoder_path, epochs=1), ours, progress=False)
+    with pytest.raises(ValueError, match=r"different config \(lr\)"):
+        trainer.resume()

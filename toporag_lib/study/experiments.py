@@ -24,6 +24,7 @@ from toporag_lib.settings import merge
 from toporag_lib.training.ledger import config_digest as digest_of
 from toporag_lib.training.ledger import record_run
 from toporag_lib.training.run_files import read_metrics
+from toporag_lib.training.run_folder import claim_run_folder
 from toporag_lib.training.train_config import TrainConfig
 from toporag_lib.training.trainer import run
 
@@ -157,8 +158,9 @@ def run_cached(config: TrainConfig, name: str, runs_dir: str | Path, progress: b
     slug = re.sub(r"[^A-Za-z0-9]+", "_", name.replace("+", "plus")).strip("_")
     same = sorted((Path(runs_dir) / config.dataset).glob(f"*-{digest}"))
     out = same[0] if same else Path(runs_dir) / config.dataset / f"{slug}-{digest}"
-    metrics = read_metrics(out, "test") or run(config, out, progress)
-    record_run(out, ledger if ledger is not None else results_dir() / "runs", name)
+    with claim_run_folder(out):  # one writer from the read-back to the record
+        metrics = read_metrics(out, "test") or run(config, out, progress)
+        record_run(out, ledger if ledger is not None else results_dir() / "runs", name)
     return {**{k: v for k, v in metrics.items() if k != "per_family"},
             **{f"acc_{k}": v for k, v in metrics.get("per_family", {}).items()}, "run": str(out)}
 

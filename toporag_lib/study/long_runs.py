@@ -37,6 +37,7 @@ from typing import Any
 
 import torch
 
+from toporag_lib import locks
 from toporag_lib.paths import cache_dir, results_dir
 from toporag_lib.study import parked_runs
 from toporag_lib.study.experiments import (
@@ -101,26 +102,12 @@ def table1_jobs() -> list[Job]:
 SUITES = {"testbed": jobs, "table1": table1_jobs}
 
 
-def claim(job: Job, folder: Path | None = None) -> Path | None:
-    """A lock file for the job's run, or None when another live process holds it (two suites may share a run: the
-    second one skips it); a lock whose process is gone is taken over."""
-    lock = (folder or runs_dir()) / "locks" / f"{job.dataset}-{config_digest(job.config())}.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        try:
-            holder = int(lock.read_text() or 0)
-            if holder != os.getpid():
-                os.kill(holder, 0)  # raises when the holder is gone
-                return None
-        except (ValueError, ProcessLookupError):
-            pass
-        lock.write_text(str(os.getpid()))
-        return lock
-    with os.fdopen(descriptor, "w") as handle:
-        handle.write(str(os.getpid()))
-    return lock
+def claim(job: Job, folder: Path | None = None) -> locks.Lock | None:
+    """The job's lock (`toporag_lib.locks`; release it when the job ends), or None when another live process holds
+    it (two suites may share a run: the second one skips it). A lock whose process is gone is free: the operating
+    system let go of it when that process ended. The run folder has its own lock too (`training.run_folder`); this
+    one is per job, whatever folder name the job's run gets."""
+    return locks.try_acquire((folder or runs_dir()) / "locks" / f"{job.dataset}-{config_digest(job.config())}.lock")
 
 
 def is_done(job: Job, ledger: Path | None = None) -> bool:
@@ -183,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
             for parked in parked_runs.PARKED_DIR.glob(f"{job.dataset}/*-{config_digest(job.config())}"):
                 parked_runs.release(parked)
         finally:
-            lock.unlink(missing_ok=True)
+            lock.release()
 
 
 if __name__ == "__main__":

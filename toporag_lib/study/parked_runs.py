@@ -19,6 +19,7 @@ from toporag_lib import atomic
 from toporag_lib.paths import PROJECT_ROOT
 from toporag_lib.training.ledger import RECORD
 from toporag_lib.training.run_files import CONFIG
+from toporag_lib.training.run_folder import RunFolderInUseError, claim_run_folder
 
 PARKED_DIR = PROJECT_ROOT / "parked_runs"
 CHECKPOINT = "checkpoint.pt"
@@ -72,7 +73,8 @@ def _recorded(run: Path, ledger: Path) -> bool:
 
 def unpark(runs_dir: Path, ledger: Path, parked_dir: Path | None = None) -> list[tuple[Path, Progress]]:
     """Put each parked run whose record is not in `ledger` back into `runs_dir` where the cache has no checkpoint as
-    far on (a parked run already recorded is released); (run folder, progress) of each one put back."""
+    far on (a parked run already recorded is released), and no live run holds it (`training.run_folder`); (run
+    folder, progress) of each one put back."""
     parked_dir, restored = parked_dir or PARKED_DIR, []
     for parked in (path.parent for path in sorted(parked_dir.glob(f"*/*/{CHECKPOINT}"))):
         if _recorded(parked, ledger):
@@ -83,9 +85,13 @@ def unpark(runs_dir: Path, ledger: Path, parked_dir: Path | None = None) -> list
             raise atomic.DamagedFileError(f"{parked / CHECKPOINT} fails its checksum: delete {parked} to restart "
                                           "that run from its beginning")
         target = runs_dir / parked.parent.name / parked.name
-        if progress(target) < reached:
-            _copy(parked, target)
-            restored.append((target, reached))
+        try:
+            with claim_run_folder(target):
+                if progress(target) < reached:
+                    _copy(parked, target)
+                    restored.append((target, reached))
+        except RunFolderInUseError:  # a live run writes it: it goes on from its own checkpoint
+            continue
     return restored
 
 

@@ -33,6 +33,7 @@ from toporag_lib.study.experiments import ABLATIONS, config_digest, variant_conf
 from toporag_lib.study.long_runs import claim, selected
 from toporag_lib.training.ledger import COMMAND_ENV, RECORD, read_ledger, record_run, run_id
 from toporag_lib.training.run_files import read_metrics
+from toporag_lib.training.run_folder import claim_run_folder
 from toporag_lib.training.train_config import TrainConfig
 from toporag_lib.training.trainer import Trainer
 
@@ -117,12 +118,13 @@ def run_validation(config: TrainConfig, name: str, runs: Path, ledger: Path, pro
     """Train `config` in `runs/<dataset>/<digest>` (resuming from a checkpoint), generate on the validation split
     with the selected epoch's weights and record the run in `ledger`; the ledger folder."""
     out = runs / config.dataset / config_digest(config)
-    if read_metrics(out, SPLIT) is None:
-        trainer = Trainer(config, out, progress)
-        trainer.resume()
-        trainer.train()
-        trainer.evaluate(SPLIT)
-    return record_run(out, ledger, name, split=SPLIT)
+    with claim_run_folder(out):  # one writer from the read-back to the record
+        if read_metrics(out, SPLIT) is None:
+            with Trainer(config, out, progress) as trainer:
+                trainer.resume()
+                trainer.train()
+                trainer.evaluate(SPLIT)
+        return record_run(out, ledger, name, split=SPLIT)
 
 
 def one_answer_share(predictions: list[dict[str, Any]], family: str | None = None) -> float:
@@ -190,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
             for parked in parked_dir().glob(f"{job.dataset}/{config_digest(job.config())}"):
                 parked_runs.release(parked)
         finally:
-            lock.unlink(missing_ok=True)
+            lock.release()
 
 
 if __name__ == "__main__":

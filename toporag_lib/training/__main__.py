@@ -5,6 +5,10 @@
 
 `--set` overrides any field (`model.lora=true`, `retrieval.k2=0`, `limits.train=400`); unknown keys and values of
 the wrong type are refused before any work starts. `--ledger none` skips the record.
+
+`--out` is a new or empty folder, or a run folder (resumed): a folder of other files is refused
+(`NotARunFolderError`) and left as it is, and a folder another run is writing is refused (`RunFolderInUseError`,
+naming its pid and host) before any work starts; the run holds its folder until its record is written.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from toporag_lib.settings import ConfigError, merge, parse_overrides
 from toporag_lib.training import data_parallel
 from toporag_lib.training.ledger import record_run
 from toporag_lib.training.train_config import TrainConfig
-from toporag_lib.training.trainer import run
+from toporag_lib.training.trainer import Trainer, run_to_end
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -36,12 +40,13 @@ def main(argv: list[str] | None = None) -> None:
         raise ConfigError(f"{args.config}: expected a JSON object of TrainConfig fields, got {type(values).__name__}")
     config = TrainConfig.from_dict(merge(values, parse_overrides(args.set)))
     out = Path(args.out or Path("runs") / Path(args.config).stem)
-    metrics = run(config, out)
-    if data_parallel.is_main():
-        if args.ledger != "none":
-            command = " ".join(["python -m toporag_lib.training", *(argv if argv is not None else sys.argv[1:])])
-            print(f"recorded in {record_run(out, args.ledger, args.name or Path(args.config).stem, command)}")
-        print(json.dumps(metrics, indent=1))
+    with Trainer(config, out) as trainer:  # the folder's one writer until its record is written
+        metrics = run_to_end(trainer)
+        if data_parallel.is_main():
+            if args.ledger != "none":
+                command = " ".join(["python -m toporag_lib.training", *(argv if argv is not None else sys.argv[1:])])
+                print(f"recorded in {record_run(out, args.ledger, args.name or Path(args.config).stem, command)}")
+            print(json.dumps(metrics, indent=1))
     data_parallel.close()
 
 

@@ -10,7 +10,12 @@ records the run in the results ledger (`training.ledger`).
 
 Nothing damaged or empty passes: the model folders are checked before the dataset is prepared, an empty training
 or test split is refused, a non-finite loss stops the run with its step, and a checkpoint or `best.pt` that fails
-its checksum is refused by path (`atomic.torch_load`). Checkpoints keep the CUDA random states too.
+its checksum is refused by path (`atomic.torch_load`). Checkpoints keep the CUDA random states too, and the config
+they were made under: every resume checks it against the run's (`check_resumable`).
+
+A run folder has one writer: the `Trainer` holds it (`run_folder.claim_run_folder`) from its construction, before
+anything is read or prepared, until `close()` (`with Trainer(...)`, or `run`), and refuses a folder another process
+holds (`RunFolderInUseError`, naming it) or a folder of other files (`NotARunFolderError`, leaving it untouched).
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from toporag_lib.training.history import training_metrics, write_history
 from toporag_lib.training.ledger import EXECUTION_KEYS, with_later_keys
 from toporag_lib.training.preprocess import prepare
 from toporag_lib.training.run_files import CONFIG, read_config, write_split_results
+from toporag_lib.training.run_folder import claim_run_folder
 from toporag_lib.training.sharded import feature_dim, iter_examples, preprocess_sharded
 from toporag_lib.training.train_config import TrainConfig
 
@@ -192,8 +198,18 @@ class Trainer:
         self.device = data_parallel.init_from_env(config.device)
         self.main = data_parallel.is_main()
         self.progress = progress and self.main
-        if self.checkpoint_path.exists() and (self.out / CONFIG).exists():
-            check_resumable(read_config(self.out), config.to_dict(), self.out)
+        # the folder's one writer from here to `close()` (process 0 writes for all), before anything is read or made
+        self.lock = claim_run_folder(self.out) if self.main else None
+        try:
+            self._start(config)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, config: TrainConfig) -> None:
+        self.folder_config = read_config(self.out) if (self.out / CONFIG).exists() else None  # the run found there
+        if self.checkpoint_path.exists():
+            self.check_resumable(self.folder_config)
         if self.main:
             self.out.mkdir(parents=True, exist_ok=True)
             atomic.remove_stale_temporaries(self.out)  # left by checkpoint writes of a killed run
@@ -211,9 +227,27 @@ class Trainer:
         self.state = {"epoch": 0, "step": 0, "best_val": math.inf, "best_epoch": None, "bad_epochs": 0,
                       "history": [], "done": False}
 
+    def close(self) -> None:
+        """Let go of the run folder (another run may write it from now on)."""
+        if getattr(self, "lock", None) is not None:
+            self.lock.release()
+
+    def __enter__(self) -> Trainer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     @property
     def checkpoint_path(self) -> Path:
         return self.out / "checkpoint.pt"
+
+    def check_resumable(self, saved: dict[str, Any] | None) -> None:
+        """Refuse a checkpoint of a run under another config (`check_resumable`), or of a run with none."""
+        if saved is None:
+            raise ValueError(f"{self.checkpoint_path} belongs to no config (the folder had no {CONFIG}): it cannot "
+                             "be checked against this run's; delete it to start over, or use another output folder")
+        check_resumable(saved, self.config.to_dict(), self.out)
 
     def save_checkpoint(self) -> None:
         if not self.main:
@@ -221,7 +255,8 @@ class Trainer:
         cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
         atomic.torch_save({"model": self.model.trainable_state(), "optimizer": self.optimizer.state_dict(),
                            "scheduler": self.scheduler.state_dict(), "state": self.state,
-                           "rng": torch.get_rng_state(), "cuda_rng": cuda_rng}, self.checkpoint_path)
+                           "rng": torch.get_rng_state(), "cuda_rng": cuda_rng, "config": self.config.to_dict()},
+                          self.checkpoint_path)
 
     def resume(self) -> bool:
         """Load the last checkpoint if there is one; True when it did."""
@@ -231,6 +266,8 @@ class Trainer:
             saved = atomic.torch_load(self.checkpoint_path, weights_only=True)  # tensors and plain values only
         except atomic.DamagedFileError as err:
             raise atomic.DamagedFileError(f"{err}: delete it to restart this run from its beginning") from err
+        # the config it was made under (older checkpoints: the folder's, as this trainer found it)
+        self.check_resumable(saved.get("config", self.folder_config))
         self.model.load_trainable_state(saved["model"])
         self.optimizer.load_state_dict(saved["optimizer"])
         self.scheduler.load_state_dict(saved["scheduler"])
@@ -325,10 +362,15 @@ class Trainer:
         return metrics
 
 
-def run(config: TrainConfig, out_dir: str | Path, progress: bool = True) -> dict[str, Any]:
+def run_to_end(trainer: Trainer) -> dict[str, Any]:
     """Train (resuming if a checkpoint is there) and evaluate on test."""
-    trainer = Trainer(config, out_dir, progress)
     if trainer.optimizer is not None:
         trainer.resume()
     trainer.train()
     return trainer.evaluate("test")
+
+
+def run(config: TrainConfig, out_dir: str | Path, progress: bool = True) -> dict[str, Any]:
+    """Train (resuming if a checkpoint is there) and evaluate on test, holding the run folder throughout."""
+    with Trainer(config, out_dir, progress) as trainer:
+        return run_to_end(trainer)
