@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from toporag_lib.data import load_dataset
-from toporag_lib.data.dataset import DatasetFileError
+from toporag_lib.data.dataset import DatasetFileError, DatasetFormatError
 from toporag_lib.data.explagraphs import BUNDLED_ROOT, GraphParseError, parse_graph
 from toporag_lib.data.graph import textualize
 
@@ -118,3 +118,25 @@ def test_a_row_with_an_extra_field_names_the_file(tmp_path):
     write_explagraphs(tmp_path, rows="A\tB\tsupport\t(a; b; c)\nA\tB\tsupport\t(a; b; c)\textra\n")
     with pytest.raises(ValueError, match=r"train_dev.tsv: not a tab-separated table"):
         load_dataset("explagraphs", root=tmp_path)
+
+
+@pytest.mark.parametrize("rows, message", [
+    ("A\tB\tsupport\t(a; b; c)\nA\tB\n", r"row 1: field 'label' is empty \(a line cut off\?\)"),
+    ("A\tB\tsupport\t(a; b; c)\nA\tB\tsupport\n", r"row 1: field 'graph' is empty"),
+    ("A\t \tsupport\t(a; b; c)\nA\tB\tsupport\t(a; b; c)\n", r"row 0: field 'arg2' is empty"),
+])
+def test_a_row_with_an_empty_or_missing_field_is_refused(tmp_path, rows, message):
+    write_explagraphs(tmp_path, rows=rows, splits=("0", "1", ""))
+    with pytest.raises(DatasetFormatError, match=r"train_dev.tsv, " + message):
+        load_dataset("explagraphs", root=tmp_path)
+
+
+def test_a_row_in_no_split_is_refused(tmp_path):
+    write_explagraphs(tmp_path, splits=("0", "1", ""))
+    with pytest.raises(DatasetFormatError, match=r"train_dev.tsv: 1 row\(s\) in no split file \(rows \[2\]\); the "
+                                                 r"split files list 2 of its 3 rows"):
+        load_dataset("explagraphs", root=tmp_path)
+
+
+def test_the_named_errors_are_one_class():
+    assert issubclass(GraphParseError, DatasetFormatError) and issubclass(DatasetFormatError, ValueError)

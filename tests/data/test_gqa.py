@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from toporag_lib.data.dataset import DatasetFileError
+from toporag_lib.data.dataset import DatasetFileError, DatasetFormatError
 from toporag_lib.data.gqa import (
     FIXTURES_DIR,
     build_scenegraphs,
@@ -217,3 +217,95 @@ def test_truncated_json_names_the_file(tmp_path):
     path.write_text('{"7": {"objects": {')
     with pytest.raises(ValueError, match=r"sceneGraphs.json: not valid JSON"):
         read_scene_graphs(path)
+
+
+# ---------------------------------------------------------------- malformed data is refused, not coerced
+
+@pytest.mark.parametrize("changes, message", [
+    ({"attributes": "red"}, r"object 1: 'attributes' is str 'red', expected a list of strings"),
+    ({"attributes": ["red", 5]}, r"object 1: attribute 1 is int 5, expected a string"),
+    ({"attributes": None}, r"object 1: 'attributes' is NoneType None"),
+    ({"name": None}, r"object 1: 'name' is NoneType None, expected a string"),
+    ({"name": 5}, r"object 1: 'name' is int 5, expected a string"),
+    ({"name": "cup\ud800"}, r"object 1: 'name' 'cup\\ud800' is not UTF-8 text"),
+    ({"relations": [{"name": None, "object": "1"}]}, r"object 1, relation 0: 'name' is NoneType None"),
+    ({"relations": [{"name": 5, "object": "1"}]}, r"object 1, relation 0: 'name' is int 5"),
+    ({"relations": [{"name": "on", "object": 1}]}, r"object 1, relation 0: 'object' \(an object id\) is int 1"),
+    ({"x": "0"}, r"object 1: 'x' is str '0', expected a finite number"),
+    ({"w": float("nan")}, r"object 1: 'w' is float nan, expected a finite number"),
+    ({"h": True}, r"object 1: 'h' is bool True"),
+])
+def test_an_object_field_of_the_wrong_type_is_refused_naming_image_object_and_field(changes, message):
+    with pytest.raises(DatasetFormatError, match=r"image 7: " + message):
+        scene_graph_to_graph("7", one_object_scene(**changes))
+
+
+def test_without_boxes_the_box_is_not_needed_but_with_them_it_is():
+    scene = one_object_scene()
+    del scene["objects"]["1"]["x"]
+    assert scene_graph_to_graph("7", scene, boxes=False).nodes == ["name: cup"]
+    with pytest.raises(DatasetFormatError, match=r"image 7: object 1 lacks field 'x'"):
+        scene_graph_to_graph("7", scene)
+
+
+def test_a_bad_scene_graph_names_its_file(tmp_path):
+    write_json(tmp_path / "sceneGraphs.json", {"7": one_object_scene(attributes="red")})
+    write_json(tmp_path / "questions.json", {"q1": {"imageId": "7", "question": "?", "answer": "cup"}})
+    with pytest.raises(DatasetFormatError, match=r"sceneGraphs.json, image 7: object 1: 'attributes' is str"):
+        load_scenegraphs(tmp_path)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"answer": None}, r"question q1: answer is NoneType None, expected a string"),
+    ({"answer": 5}, r"question q1: answer is int 5"),
+    ({"question": ["what?"]}, r"question q1: question is list"),
+    ({"imageId": 7}, r"question q1: imageId is int 7"),
+    ({"fullAnswer": None}, r"question q1: fullAnswer is NoneType"),
+    ({"answer": "cup\udfff"}, r"question q1: answer 'cup\\udfff' is not UTF-8 text"),
+])
+def test_a_question_field_of_the_wrong_type_is_refused(tmp_path, changes, message):
+    write_json(tmp_path / "sceneGraphs.json", {"7": one_object_scene()})
+    write_json(tmp_path / "questions.json", {"q1": {"imageId": "7", "question": "?", "answer": "cup", **changes}})
+    with pytest.raises(DatasetFormatError, match=r"questions.json: " + message):
+        load_scenegraphs(tmp_path)
+
+
+def test_a_key_twice_in_a_json_object_is_refused_not_last_one_wins(tmp_path):
+    path = tmp_path / "questions.json"
+    path.write_text('{"q1": {"imageId": "7", "question": "?", "answer": "a"}, '
+                    '"q1": {"imageId": "7", "question": "?", "answer": "b"}}')
+    with pytest.raises(DatasetFormatError, match=r"questions.json: key 'q1' appears twice in one JSON object"):
+        read_questions(path)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("1,7,What?\n", r"line 2: 3 fields, expected 5"),
+    ("1,7,What?,cup,The cup.,extra\n", r"line 2: 6 fields, expected 5"),
+    ("1,7,What?,cup,The cup.\n1,7,Again?,cup,The cup.\n", r"line 3: question id '1' is on line 2 too"),
+    ('1,7,"What?,cup,The cup.\n', r"line 2: not CSV \(unexpected end of data\)"),  # a quote never closed
+    ('1,7,"What?\nreally?",cup,The cup.\n', r"line 3: a field runs over more than one line"),
+])
+def test_a_csv_row_cut_off_padded_or_repeated_is_refused(tmp_path, body, message):
+    path = tmp_path / "questions.csv"
+    path.write_text("q_id,image_id,question,answer,full_answer\n" + body)
+    with pytest.raises(DatasetFormatError, match=r"questions.csv, " + message):
+        read_questions(path)
+
+
+def test_programs_rows_that_are_short_not_lists_or_repeated_are_refused(tmp_path):
+    row = ["7", "Is it?", [], "q1", "yes", "Yes."]
+    with pytest.raises(DatasetFormatError, match=r"programs.json: programs row 1: question id 'q1' is in an "
+                                                 r"earlier row too"):
+        read_questions(write_json(tmp_path / "programs.json", [row, row]))
+    with pytest.raises(DatasetFormatError, match=r"programs row 0 is str 'abc'"):
+        read_questions(write_json(tmp_path / "programs.json", ["abc"]))
+    with pytest.raises(DatasetFormatError, match=r"programs row 0: the question id \(field 3\) is int 1"):
+        read_questions(write_json(tmp_path / "programs.json", [["7", "Is it?", [], 1, "yes", "Yes."]]))
+
+
+def test_a_question_id_in_two_question_files_is_refused(tmp_path):
+    write_json(tmp_path / "sceneGraphs.json", {"7": one_object_scene()})
+    questions = read_questions(write_json(tmp_path / "q.json", {"q1": {"imageId": "7", "question": "?",
+                                                                       "answer": "a"}}))
+    with pytest.raises(DatasetFormatError, match=r"question id 'q1' is given twice"):
+        build_scenegraphs("t", read_scene_graphs(tmp_path / "sceneGraphs.json"), questions + questions)

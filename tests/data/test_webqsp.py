@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from toporag_lib.data import load_dataset
-from toporag_lib.data.dataset import DatasetFileError
+from toporag_lib.data.dataset import DatasetFileError, DatasetFormatError
 
 RECORDS = {
     "train": [
@@ -106,3 +106,115 @@ def test_a_record_without_graph_or_not_an_object_is_named(tmp_path):
     (tmp_path / "test.jsonl").write_text("[1, 2, 3]\n")
     with pytest.raises(ValueError, match=r"test.jsonl, record 0: a record must be a JSON object, got list"):
         load_dataset("webqsp", root=tmp_path)
+
+
+# ---------------------------------------------------------------- malformed data is refused, not coerced
+
+def write_records(root, split, *records):
+    (root / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+@pytest.mark.parametrize("graph, message", [
+    (["abc"], r"graph triple 0 is str 'abc', expected a list \[head, relation, tail\] of strings"),
+    ([["a", "r", "b"], "xyz"], r"graph triple 1 is str 'xyz'"),
+    ([["a", "r", "b"], 7], r"graph triple 1 is int 7"),
+    ([["a", None, "b"]], r"graph triple 0's relation is NoneType None, expected a string"),
+    ([["a", "r", 5]], r"graph triple 0's tail is int 5, expected a string"),
+    ([["a", "r", ["b"]]], r"graph triple 0's tail is list"),
+])
+def test_a_triple_that_is_not_three_strings_is_refused(tmp_path, graph, message):
+    write_jsonl(tmp_path)
+    write_records(tmp_path, "test", dict(RECORDS["test"][0], graph=graph))
+    with pytest.raises(DatasetFormatError, match=r"test.jsonl, record 0 \(id WebQTest-0\): " + message):
+        load_dataset("webqsp", root=tmp_path)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"id": 5}, r"field 'id' is int 5, expected a string"),
+    ({"question": None}, r"field 'question' is NoneType None"),
+    ({"answer": ["x", 3]}, r"field 'answer', item 1 is int 3"),
+    ({"a_entity": [None]}, r"field 'a_entity', item 0 is NoneType"),
+])
+def test_a_text_field_that_is_not_a_string_is_refused(tmp_path, change, message):
+    write_jsonl(tmp_path)
+    write_records(tmp_path, "test", {**RECORDS["test"][0], **change})
+    with pytest.raises(DatasetFormatError, match=r"test.jsonl, record 0 \(id .*\): " + message):
+        load_dataset("webqsp", root=tmp_path)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"graph": [["Jamaica\ud800", "r", "x"]]}, r"graph triple 0's head 'Jamaica\\ud800' is not UTF-8 text: "
+                                                r"surrogates not allowed"),
+    ({"q_entity": ["\udfff"]}, r"field 'q_entity', item 0 .* is not UTF-8 text"),
+    ({"question": "what \ud83d"}, r"field 'question' .* is not UTF-8 text"),
+])
+def test_a_lone_surrogate_is_refused_at_load_time_naming_the_field(tmp_path, change, message):
+    write_jsonl(tmp_path)
+    (tmp_path / "test.jsonl").write_text(json.dumps({**RECORDS["test"][0], **change}) + "\n")  # "\ud800" escapes
+    with pytest.raises(DatasetFormatError, match=r"test.jsonl, record 0 \(id WebQTest-0\): " + message):
+        load_dataset("webqsp", root=tmp_path)
+
+
+def test_a_record_in_two_splits_or_twice_in_one_is_refused(tmp_path):
+    write_jsonl(tmp_path)
+    write_records(tmp_path, "test", RECORDS["test"][0], RECORDS["train"][1])
+    with pytest.raises(DatasetFormatError, match=r"test.jsonl, record 1 \(id WebQTrn-1\): id 'WebQTrn-1' of the "
+                                                 r"'test' split is listed also in the 'train' split \(.*train.jsonl, "
+                                                 r"record 1"):
+        load_dataset("webqsp", root=tmp_path)
+    write_jsonl(tmp_path)
+    write_records(tmp_path, "validation", RECORDS["validation"][0], RECORDS["validation"][0])  # empty graphs too
+    with pytest.raises(DatasetFormatError, match=r"validation.jsonl, record 1 .* 'val' split is listed twice in it"):
+        load_dataset("webqsp", root=tmp_path)
+
+
+def test_a_stray_file_named_like_a_split_is_refused_not_read_as_more_data(tmp_path):
+    write_jsonl(tmp_path)
+    write_records(tmp_path, "train_backup", *RECORDS["train"])
+    with pytest.raises(DatasetFormatError, match=r"train_backup.jsonl: named like a 'train' split file but neither "
+                                                 r"train.jsonl nor a shard"):
+        load_dataset("webqsp", root=tmp_path)
+
+
+def test_two_copies_of_a_split_are_refused(tmp_path):
+    write_parquet(tmp_path)
+    write_records(tmp_path, "train", *RECORDS["train"])
+    with pytest.raises(DatasetFormatError, match=r"the 'train' split is there 2 times"):
+        load_dataset("webqsp", root=tmp_path)
+
+
+def test_shards_load_in_order_and_an_incomplete_set_is_refused(tmp_path):
+    write_parquet(tmp_path)
+    data = tmp_path / "data"
+    (data / "train-00000-of-00001.parquet").unlink()
+    for k, record in enumerate(RECORDS["train"]):
+        pd.DataFrame([record]).to_parquet(data / f"train-{k:05d}-of-00002.parquet")
+    ds = load_dataset("webqsp", root=tmp_path)
+    assert [s.id for s in ds] == ["WebQTrn-0", "WebQTrn-1", "WebQTest-0"]
+    (data / "train-00001-of-00002.parquet").unlink()
+    with pytest.raises(DatasetFormatError, match=r"the 'train' split's 2 shards .* incomplete: shard\(s\) \[1\] "
+                                                 "missing"):
+        load_dataset("webqsp", root=tmp_path)
+
+
+def test_a_file_that_is_not_utf8_or_not_parquet_is_named(tmp_path):
+    write_jsonl(tmp_path)
+    (tmp_path / "test.jsonl").write_bytes(b'{"id": "\xff"}\n')
+    with pytest.raises(DatasetFormatError, match=r"test.jsonl: not UTF-8 text"):
+        load_dataset("webqsp", root=tmp_path)
+    for path in tmp_path.glob("*.jsonl"):
+        path.unlink()
+    write_parquet(tmp_path)
+    shard = tmp_path / "data" / "test-00000-of-00001.parquet"
+    shard.write_bytes(shard.read_bytes()[:100])
+    with pytest.raises(DatasetFormatError, match=r"test-00000-of-00001.parquet: not a parquet table"):
+        load_dataset("webqsp", root=tmp_path)
+
+
+def test_an_id_with_a_lone_surrogate_is_shown_escaped_so_the_message_prints(tmp_path):
+    write_jsonl(tmp_path)
+    (tmp_path / "test.jsonl").write_text(json.dumps({**RECORDS["test"][0], "id": "a\ud800"}) + "\n")
+    with pytest.raises(DatasetFormatError) as err:
+        load_dataset("webqsp", root=tmp_path)
+    assert r"record 0 (id 'a\ud800'): field 'id' 'a\ud800' is not UTF-8 text" in str(err.value)
+    str(err.value).encode("utf-8")

@@ -180,6 +180,15 @@ def test_a_question_of_another_feature_size_is_refused(prepared):
         fitted.retrieve(sample, cc, torch.ones(DIM - 1))
 
 
+def test_an_all_zero_query_is_refused_by_a_fitted_retriever(prepared):
+    from toporag_lib.retrieval.by_method import QueryEmbeddingError
+
+    fitted = fit_retriever(prepared, RetrievalConfig("gnnrag", fit_epochs=1), [0, 1])
+    sample, cc, _ = prepared.question(2)
+    with pytest.raises(QueryEmbeddingError, match=r"sample 'p2': query embedding is all zeros"):
+        fitted.retrieve(sample, cc, torch.zeros(DIM))
+
+
 def test_config_defaults_are_documented_values():
     config = RetrievalConfig("subgraphrag")
     assert (config.top_k, config.dde_rounds, config.candidates, config.gnn_layers) == (10, 2, 3, 2)

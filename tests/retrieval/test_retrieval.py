@@ -11,6 +11,7 @@ from torch_geometric.llm.utils.backend_utils import retrieval_via_pcst
 
 from toporag_lib.data.graph import TextualGraph
 from toporag_lib.retrieval import METHODS, RetrievalConfig, dataset_retrieval, retrieve
+from toporag_lib.retrieval.by_method import QueryEmbeddingError
 from toporag_lib.retrieval.textualize import textualize_subcomplex
 from toporag_lib.topology import LiftConfig, closure, lift
 
@@ -230,6 +231,19 @@ def test_a_query_of_the_wrong_size_or_not_finite_is_refused_by_every_method(meth
         retrieve(cc, torch.ones(5), RetrievalConfig(method))
     with pytest.raises(ValueError, match="query embedding has non-finite values"):
         retrieve(cc, torch.tensor([1.0, float("nan"), 0, 0, 0, 0]), RetrievalConfig(method))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_an_all_zero_query_is_refused_by_every_method_not_ranked_by_tie_breaks(method):
+    _, cc = square_with_diagonal()
+    with pytest.raises(QueryEmbeddingError, match="query embedding is all zeros: its cosine with every cell is "
+                                                  "undefined"):
+        retrieve(cc, torch.zeros(6), RetrievalConfig(method))
+    with pytest.raises(QueryEmbeddingError, match="all zeros"):
+        retrieve(cc, np.zeros((1, 6), dtype=np.float32), RetrievalConfig(method))
+    tiny = torch.tensor([1e-30, 0, 0, 0, 0, 0])  # not zero: ranks as its direction does
+    assert retrieve(cc, tiny, RetrievalConfig(method)).nodes.tolist() == \
+        retrieve(cc, torch.tensor([1.0, 0, 0, 0, 0, 0]), RetrievalConfig(method)).nodes.tolist()
 
 
 def test_non_finite_cell_features_are_refused_when_attached():

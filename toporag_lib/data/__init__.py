@@ -3,7 +3,7 @@
 The datasets, their options, metrics and default retrieval are listed in `toporag_lib.data.registry`.
 """
 
-from toporag_lib.data.dataset import DatasetFileError, QADataset
+from toporag_lib.data.dataset import DatasetFileError, DatasetFormatError, QADataset
 from toporag_lib.data.graph import QASample, TextualGraph, textualize
 from toporag_lib.data.registry import (
            DATASETS,
@@ -13,5 +13,5 @@ from toporag_lib.data.registry import (
            metric_for,
 )
 
-__all__ = ["DATASETS", "DatasetFileError", "QADataset", "QASample", "TextualGraph", "correct_for", "dataset_spec",
-           "load_dataset", "metric_for", "textualize"]
+__all__ = ["DATASETS", "DatasetFileError", "DatasetFormatError", "QADataset", "QASample", "TextualGraph", "correct_for",
+           "dataset_spec", "load_dataset", "metric_for", "textualize"]

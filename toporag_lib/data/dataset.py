@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from toporag_lib.data.errors import DatasetFormatError, is_int
 from toporag_lib.data.graph import QASample, TextualGraph, graph_key
 
 SPLITS = ("train", "val", "test")
 
 
 class DatasetFileError(FileNotFoundError):
-    """A dataset file is missing; the message names the file and where to get it."""
+    """A dataset file is missing; the message names the file and where to get it. (Malformed content raises
+    `DatasetFormatError`, re-exported here.)"""
+
+
+__all__ = ["SPLITS", "DatasetFileError", "DatasetFormatError", "QADataset", "read_json", "require_file"]
 
 
 def require_file(path: Path, how_to_get: str) -> Path:
@@ -23,12 +30,38 @@ def require_file(path: Path, how_to_get: str) -> Path:
     return path
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object hook: an object that names one key twice is refused (json keeps the last one silently)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise DatasetFormatError(f"key {twice!r} appears twice in one JSON object (a duplicated record?)")
+    return out
+
+
+def read_json(path: str | Path, how_to_get: str) -> Any:
+    """Load a JSON file, raising DatasetFileError (naming the file and how to get it) when it is missing, and
+    DatasetFormatError when it is not UTF-8 JSON or an object in it names a key twice."""
+    path = require_file(Path(path), how_to_get)
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f, object_pairs_hook=_unique_keys)
+        except json.JSONDecodeError as err:
+            raise DatasetFormatError(f"{path}: not valid JSON ({err}; truncated?)") from None
+        except UnicodeDecodeError as err:
+            raise DatasetFormatError(f"{path}: not UTF-8 text ({err})") from None
+        except DatasetFormatError as err:
+            raise DatasetFormatError(f"{path}: {err}") from None
+
+
 @dataclass
 class QADataset(Sequence):
     """A list of QASamples with a train/val/test split of their indices.
 
     `dropped` counts source items left out on purpose (as G-Retriever does, e.g. empty graphs), with the reason
-    in `notes`.
+    in `notes`. A split index is an integer in range, in one split at most and once (DatasetFormatError otherwise):
+    a sample in both train and test would be trained on and scored.
     """
 
     name: str
@@ -40,12 +73,20 @@ class QADataset(Sequence):
     def __post_init__(self) -> None:
         missing = [k for k in SPLITS if k not in self.split]
         if missing:
-            raise ValueError(f"{self.name}: split lacks {missing}")
+            raise DatasetFormatError(f"{self.name}: split lacks {missing}")
         n = len(self.samples)
+        owner: dict[int, str] = {}
         for key, idx in self.split.items():
-            bad = [i for i in idx if not 0 <= i < n]
+            bad = [i for i in idx if not is_int(i) or not 0 <= i < n]
             if bad:
-                raise ValueError(f"{self.name}: split {key!r} has indices outside 0..{n - 1}: {bad[:5]}")
+                raise DatasetFormatError(f"{self.name}: split {key!r} has indices that are not integers in "
+                                         f"0..{n - 1}: {bad[:5]}")
+            for i in idx:
+                if i in owner:
+                    where = "twice" if owner[i] == key else f"in both {owner[i]!r} and {key!r}"
+                    raise DatasetFormatError(f"{self.name}: sample {i} (id {self.samples[i].id}) is listed {where} "
+                                             "in the split")
+                owner[i] = key
 
     def __len__(self) -> int:
         return len(self.samples)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from toporag_lib.data.dataset import SPLITS, QADataset, require_file
+from toporag_lib.data.errors import DatasetFormatError
 from toporag_lib.data.graph import QASample, TextualGraph
 from toporag_lib.paths import BUNDLED_DATA
 
@@ -19,11 +20,12 @@ BUNDLED_ROOT = BUNDLED_DATA / "explagraphs"
 PROMPT = ("Question: Do argument 1 and argument 2 support or counter each other? "
           "Answer in one word in the form of 'support' or 'counter'.\n\nAnswer:")
 TRIPLE = re.compile(r"\((.*?)\)")
+COLUMNS = ("arg1", "arg2", "label", "graph")
 HOW_TO_GET = ("the project ships it under toporag_lib/data/bundled/explagraphs/; otherwise take train_dev.tsv and "
               "split/*_indices.txt from G-Retriever's dataset/expla_graphs")
 
 
-class GraphParseError(ValueError):
+class GraphParseError(DatasetFormatError):
     """An ExplaGraphs graph string that does not parse into (head; relation; tail) triples."""
 
 
@@ -58,7 +60,8 @@ def question_text(arg1: str, arg2: str) -> str:
 
 
 def read_split(root: Path, num_rows: int) -> dict[str, list[int]]:
-    """The split files' row indices: integers in range, no row twice, no row in two splits."""
+    """The split files' row indices: integers in range, no row twice, no row in two splits, every row in one
+    (a row in none would be loaded and never used: the table and the split files do not belong together)."""
     split: dict[str, list[int]] = {}
     owner: dict[int, str] = {}
     for name in SPLITS:
@@ -67,33 +70,45 @@ def read_split(root: Path, num_rows: int) -> dict[str, list[int]]:
         for number, line in enumerate(path.read_text().splitlines(), start=1):
             if not line.strip():
                 continue
-            if not line.strip().isdigit() or int(line) >= num_rows:
-                raise ValueError(f"{path}, line {number}: {line!r} is not a row index of train_dev.tsv "
-                                 f"(0 to {num_rows - 1})")
+            if not re.fullmatch(r"[0-9]+", line.strip()) or int(line) >= num_rows:  # str.isdigit takes "²"
+                raise DatasetFormatError(f"{path}, line {number}: {line!r} is not a row index of train_dev.tsv "
+                                         f"(0 to {num_rows - 1})")
             index = int(line)
             if index in owner:
                 where = "twice" if owner[index] == name else f"also in the {owner[index]} split"
-                raise ValueError(f"{path}, line {number}: row {index} is listed {where}")
+                raise DatasetFormatError(f"{path}, line {number}: row {index} is listed {where}")
             owner[index] = name
             split[name].append(index)
+    unlisted = sorted(set(range(num_rows)) - set(owner))
+    if unlisted:
+        raise DatasetFormatError(f"{root / 'train_dev.tsv'}: {len(unlisted)} row(s) in no split file (rows "
+                                 f"{unlisted[:5]}{', ...' if len(unlisted) > 5 else ''}); the split files list "
+                                 f"{len(owner)} of its {num_rows} rows")
     return split
 
 
 def load_explagraphs(root: str | Path | None = None) -> QADataset:
-    """The 2,766 ExplaGraphs samples in file order, with G-Retriever's 1,659 / 553 / 554 split."""
+    """The 2,766 ExplaGraphs samples in file order, with G-Retriever's 1,659 / 553 / 554 split.
+
+    Malformed content (an empty or missing field, an unknown label, a graph that is not whole triples, split files
+    that overlap, point nowhere or leave a row out) raises DatasetFormatError naming the file, row and field."""
     root = Path(root) if root is not None else BUNDLED_ROOT
     path = require_file(root / "train_dev.tsv", HOW_TO_GET)
     try:
         table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: not a tab-separated table of arg1, arg2, label, graph ({err})") from err
+        raise DatasetFormatError(f"{path}: not a tab-separated table of arg1, arg2, label, graph ({err})") from err
     missing = {"arg1", "arg2", "label", "graph"} - set(table.columns)
     if missing:
-        raise ValueError(f"{path}: missing columns {sorted(missing)}")
+        raise DatasetFormatError(f"{path}: missing columns {sorted(missing)}")
     samples = []
     for row in table.itertuples():
+        for column in COLUMNS:  # pandas fills the fields a short line lacks with ""
+            if not getattr(row, column).strip():
+                raise DatasetFormatError(f"{path}, row {row.Index}: field {column!r} is empty (a line cut off?)")
         if row.label not in ("support", "counter"):
-            raise ValueError(f"{path}, row {row.Index}: label {row.label!r} is neither 'support' nor 'counter'")
+            raise DatasetFormatError(f"{path}, row {row.Index}: label {row.label!r} is neither 'support' nor "
+                                     "'counter'")
         graph = parse_graph(row.graph, row=f"{row.Index} of {path}")
         samples.append(QASample(id=str(row.Index), question=question_text(row.arg1, row.arg2),
                                 label=row.label, graph=graph))

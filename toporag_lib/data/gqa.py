@@ -15,7 +15,6 @@ image id, with sklearn's `train_test_split` reimplemented (see `sklearn_train_te
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from toporag_lib.data.dataset import QADataset, require_file
+from toporag_lib.data.dataset import QADataset, read_json, require_file
+from toporag_lib.data.errors import DatasetFormatError, check_text, is_number, named, shown
 from toporag_lib.data.graph import QASample, TextualGraph
 from toporag_lib.paths import BUNDLED_DATA
 
@@ -64,21 +64,11 @@ class GQAQuestion:
 
 # ---------------------------------------------------------------- reading files
 
-def read_json(path: str | Path, how_to_get: str) -> Any:
-    """Load a JSON file, raising DatasetFileError (naming the file and how to get it) when it is missing."""
-    path = require_file(Path(path), how_to_get)
-    with open(path, encoding="utf-8") as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}: not valid JSON ({err}; truncated?)") from None
-
-
 def read_scene_graphs(path: str | Path) -> dict[str, dict]:
-    """GQA's scene-graph JSON: image id -> scene graph."""
+    """GQA's scene-graph JSON: image id -> scene graph (each checked when it is converted, `scene_graph_to_graph`)."""
     data = read_json(path, HOW_TO_GET_SCENE_GRAPHS)
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object image_id -> scene graph, got {type(data).__name__}")
+        raise DatasetFormatError(f"{path}: expected a JSON object image_id -> scene graph, got {type(data).__name__}")
     return data
 
 
@@ -89,50 +79,97 @@ def read_questions(path: str | Path) -> list[GQAQuestion]:
         return questions_from_csv(path)
     data = read_json(path, HOW_TO_GET_QUESTIONS)
     if isinstance(data, list):
-        data = programs_to_gqa_questions(data)
+        data = programs_to_gqa_questions(data, source=str(path))
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected GQA's question JSON (qid -> question), got {type(data).__name__}")
+        raise DatasetFormatError(f"{path}: expected GQA's question JSON (qid -> question), got {type(data).__name__}")
     return questions_from_gqa_json(data, source=str(path))
 
 
 def questions_from_csv(path: str | Path) -> list[GQAQuestion]:
-    """G-Retriever's questions.csv, every field read as a string (question ids keep their leading zeros)."""
+    """G-Retriever's questions.csv, every field read as a string (question ids keep their leading zeros).
+
+    A row with fewer or more fields than the header (a line cut off, a stray comma), a field over several lines (a
+    quote never closed swallows the lines after it), malformed quoting or a question id seen before is refused
+    (DatasetFormatError naming the line): csv.DictReader would fill missing fields with None."""
     path = require_file(Path(path), HOW_TO_GET_QUESTIONS)
+    out, lines = [], {}
     with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise ValueError(f"{path}: missing columns {missing}; expected {','.join(CSV_COLUMNS)}")
-        return [GQAQuestion(r["q_id"], r["image_id"], r["question"], r["answer"], r["full_answer"])
-                for r in reader]
+        reader = csv.reader(f, strict=True)
+        try:
+            header = next(reader, [])
+            missing = [c for c in CSV_COLUMNS if c not in header]
+            if missing:
+                raise DatasetFormatError(f"{path}: missing columns {missing}; expected {','.join(CSV_COLUMNS)}")
+            for fields in reader:
+                if not fields:  # a blank line, as csv.DictReader skips it
+                    continue
+                where = f"{path}, line {reader.line_num}"
+                if len(fields) != len(header):
+                    raise DatasetFormatError(f"{where}: {len(fields)} fields, expected {len(header)} "
+                                             f"({','.join(header)}); a line cut off, or a stray comma?")
+                if any("\n" in v or "\r" in v for v in fields):
+                    raise DatasetFormatError(f"{where}: a field runs over more than one line (a quote never "
+                                             "closed?); GQA's questions and answers are one line each")
+                row = dict(zip(header, fields))
+                if row["q_id"] in lines:
+                    raise DatasetFormatError(f"{where}: question id {row['q_id']!r} is on line {lines[row['q_id']]} "
+                                             "too")
+                lines[row["q_id"]] = reader.line_num
+                out.append(GQAQuestion(row["q_id"], row["image_id"], row["question"], row["answer"],
+                                       row["full_answer"]))
+        except UnicodeDecodeError as err:
+            raise DatasetFormatError(f"{path}: not UTF-8 text ({err})") from None
+        except csv.Error as err:
+            raise DatasetFormatError(f"{path}, line {reader.line_num}: not CSV ({err})") from None
+    return out
+
+
+QUESTION_TEXTS = ("imageId", "question", "answer", "fullAnswer")  # the fields read (the others kept in `extra`)
 
 
 def questions_from_gqa_json(data: dict[str, dict], source: str = "questions") -> list[GQAQuestion]:
-    """GQA's question JSON (qid -> {imageId, question, answer, fullAnswer, ...}) in file order."""
+    """GQA's question JSON (qid -> {imageId, question, answer, fullAnswer, ...}) in file order.
+
+    `imageId`, `question`, `answer` and (when present) `fullAnswer` must be strings (DatasetFormatError naming the
+    file, question and field otherwise): a `null` answer is not the label "None", an image id 5 not "5"."""
     out = []
     for qid, record in data.items():
+        where = f"{source}: question {named(qid)}"
+        if not isinstance(record, dict):
+            raise DatasetFormatError(f"{where} is {shown(record)}, expected an object")
         missing = [k for k in ("imageId", "question", "answer") if k not in record]
         if missing:
-            raise ValueError(f"{source}: question {qid} lacks {missing}")
-        extra = {k: v for k, v in record.items() if k not in ("imageId", "question", "answer", "fullAnswer")}
-        out.append(GQAQuestion(str(qid), str(record["imageId"]), record["question"], record["answer"],
+            raise DatasetFormatError(f"{where} lacks {missing}")
+        for key in QUESTION_TEXTS:
+            if key in record:
+                check_text(record[key], where, key)
+        check_text(qid, source, "a question id")
+        extra = {k: v for k, v in record.items() if k not in QUESTION_TEXTS}
+        out.append(GQAQuestion(qid, record["imageId"], record["question"], record["answer"],
                                record.get("fullAnswer", ""), extra))
     return out
 
 
-def programs_to_gqa_questions(rows: Iterable[Sequence]) -> dict[str, dict]:
+def programs_to_gqa_questions(rows: Iterable[Sequence], source: str = "programs") -> dict[str, dict]:
     """Adapter: GraphVQA's programs list `[image_id, question, program, qid, answer, full_answer, tokens,
-    annotations]` -> GQA's question JSON (the program kept under "program", annotations when present)."""
+    annotations]` -> GQA's question JSON (the program kept under "program", annotations when present).
+
+    A row that is not a list of at least 6 fields, a question id that is not a string or is seen before, is
+    refused (DatasetFormatError naming `source` and the row)."""
     out: dict[str, dict] = {}
     for i, row in enumerate(rows):
-        if len(row) < 6:
-            raise ValueError(f"programs row {i} has {len(row)} fields; expected at least 6")
+        if not isinstance(row, list) or len(row) < 6:
+            what = f"has {len(row)} fields" if isinstance(row, list) else f"is {shown(row)}"
+            raise DatasetFormatError(f"{source}: programs row {i} {what}; expected a list of at least 6")
         image_id, question, program, qid, answer, full_answer = row[:6]
+        check_text(qid, f"{source}: programs row {i}", "the question id (field 3)")
+        if qid in out:
+            raise DatasetFormatError(f"{source}: programs row {i}: question id {qid!r} is in an earlier row too")
         record = {"imageId": image_id, "question": question, "answer": answer, "fullAnswer": full_answer,
                   "program": program}
         if len(row) > 7 and isinstance(row[7], dict):
             record["annotations"] = row[7]
-        out[str(qid)] = record
+        out[qid] = record
     return out
 
 
@@ -151,35 +188,57 @@ def node_text(obj: dict, boxes: bool = True) -> str:
     return text + ("; (x,y,w,h): " + str((obj["x"], obj["y"], obj["w"], obj["h"])) if boxes else "")
 
 
-def scene_graph_to_graph(image_id: str, scene: dict, boxes: bool = True) -> TextualGraph:
-    """One image's scene graph as G-Retriever textualizes it; ValueError on a relation to an unknown object."""
+BOX = ("x", "y", "w", "h")
+
+
+def check_object(obj: Any, where: str, boxes: bool) -> None:
+    """An object is a mapping with a string `name`, a list of string `attributes` (a string is not split into
+    letters), a list `relations` and, with `boxes`, finite numbers x, y, w, h; DatasetFormatError names the field."""
+    if not isinstance(obj, dict):
+        raise DatasetFormatError(f"{where} is {shown(obj)}, expected an object with name, attributes, relations")
+    missing = [f for f in ("name", "attributes", "relations", *(BOX if boxes else ())) if f not in obj]
+    if missing:
+        raise DatasetFormatError(f"{where} lacks field {missing[0]!r}")
+    check_text(obj["name"], where, "'name'")
+    attributes = obj["attributes"]
+    if not isinstance(attributes, list):
+        raise DatasetFormatError(f"{where}: 'attributes' is {shown(attributes)}, expected a list of strings")
+    for k, attribute in enumerate(attributes):
+        check_text(attribute, where, f"attribute {k}")
+    if not isinstance(obj["relations"], list):
+        raise DatasetFormatError(f"{where}'s 'relations' is a {type(obj['relations']).__name__}, expected a list")
+    for key in BOX if boxes else ():
+        if not is_number(obj[key]) or not math.isfinite(obj[key]):
+            raise DatasetFormatError(f"{where}: {key!r} is {shown(obj[key])}, expected a finite number")
+
+
+def scene_graph_to_graph(image_id: str, scene: dict, boxes: bool = True, source: str = "") -> TextualGraph:
+    """One image's scene graph as G-Retriever textualizes it.
+
+    Malformed content (`check_object`; a relation without a string name or a string object id, or to an unknown
+    object) raises DatasetFormatError naming `source` (the file), the image, the object and the field."""
+    where = f"{source}, image {named(image_id)}" if source else f"image {named(image_id)}"
     if not isinstance(scene, dict) or "objects" not in scene:
-        raise ValueError(f"image {image_id}: scene graph has no 'objects'")
+        raise DatasetFormatError(f"{where}: scene graph has no 'objects'")
     if not isinstance(scene["objects"], dict):
-        raise ValueError(f"image {image_id}: 'objects' is a {type(scene['objects']).__name__}, expected an object "
-                         "id -> object mapping")
+        raise DatasetFormatError(f"{where}: 'objects' is a {type(scene['objects']).__name__}, expected an object "
+                                 "id -> object mapping")
     index = object_index(scene)
     nodes, edges = [], []
     for oid, obj in scene["objects"].items():
-        try:
-            nodes.append(node_text(obj, boxes))
-            relations = obj["relations"]
-        except KeyError as err:
-            raise ValueError(f"image {image_id}: object {oid} lacks field {err}") from None
-        except TypeError:
-            raise ValueError(f"image {image_id}: object {oid} is a {type(obj).__name__}, expected an object with "
-                             "name, attributes, relations") from None
-        if not isinstance(relations, list):
-            raise ValueError(f"image {image_id}: object {oid}'s 'relations' is a {type(relations).__name__}, "
-                             "expected a list")
-        for k, rel in enumerate(relations):
+        check_object(obj, f"{where}: object {named(oid)}", boxes)
+        nodes.append(node_text(obj, boxes))
+        for k, rel in enumerate(obj["relations"]):
+            at = f"{where}: object {named(oid)}, relation {k}"
             lacking = [f for f in ("name", "object") if not isinstance(rel, dict) or f not in rel]
             if lacking:
-                raise ValueError(f"image {image_id}: object {oid}, relation {k} lacks {lacking}: {rel!r}")
-            dst = index.get(str(rel["object"]))
+                raise DatasetFormatError(f"{at} lacks {lacking}: {rel!r}")
+            check_text(rel["name"], at, "'name'")
+            check_text(rel["object"], at, "'object' (an object id)")
+            dst = index.get(rel["object"])
             if dst is None:
-                raise ValueError(f"image {image_id}: object {oid} has relation {rel['name']!r} to unknown "
-                                 f"object {rel['object']}")
+                raise DatasetFormatError(f"{where}: object {named(oid)} has relation {rel['name']!r} to unknown "
+                                         f"object {rel['object']}")
             edges.append((index[str(oid)], dst, rel["name"]))
     return TextualGraph(nodes, edges)
 
@@ -250,13 +309,21 @@ def _drop_note(count: int, reason: str, image_ids: list[str]) -> str:
 
 
 def build_scenegraphs(name: str, scene_graphs: dict[str, dict], questions: Sequence[GQAQuestion],
-                      boxes: bool = True, image_splits: dict[str, str] | None = None) -> QADataset:
+                      boxes: bool = True, image_splits: dict[str, str] | None = None,
+                      source: str | dict[str, str] = "") -> QADataset:
     """Questions + scene graphs -> QADataset (graphs built once per image, shared by its questions).
 
     Questions whose image has no scene graph, or an empty one, are dropped and reported in `dropped`/`notes`.
     The split is computed over the image ids of all questions (as G-Retriever does), then applied to the kept
-    samples; `image_splits` (image id -> split name) gives it instead.
+    samples; `image_splits` (image id -> split name) gives it instead. `source` names the scene-graph file in
+    errors (or maps image id -> file). A question id given twice is refused (DatasetFormatError).
     """
+    first: dict[str, GQAQuestion] = {}
+    for q in questions:
+        if q.qid in first:
+            raise DatasetFormatError(f"question id {q.qid!r} is given twice (images {first[q.qid].image_id} and "
+                                     f"{q.image_id}); question ids must be unique")
+        first[q.qid] = q
     assignment = image_splits or split_image_ids(list(dict.fromkeys(q.image_id for q in questions)))
     graphs: dict[str, tuple[TextualGraph, dict[str, int]]] = {}
     samples: list[QASample] = []
@@ -269,7 +336,8 @@ def build_scenegraphs(name: str, scene_graphs: dict[str, dict], questions: Seque
             unknown.append(q.image_id)
             continue
         if q.image_id not in graphs:
-            graphs[q.image_id] = (scene_graph_to_graph(q.image_id, scene, boxes), object_index(scene))
+            where = source.get(q.image_id, "") if isinstance(source, dict) else source
+            graphs[q.image_id] = (scene_graph_to_graph(q.image_id, scene, boxes, where), object_index(scene))
         graph, index = graphs[q.image_id]
         if graph.num_nodes == 0:
             empty.append(q.image_id)
@@ -298,24 +366,28 @@ def load_scenegraphs(root: str | Path, questions: str | Path | None = None,
                      scene_graphs: str | Path | None = None) -> QADataset:
     """The SceneGraphs dataset from `root` (default files `sceneGraphs.json`, `questions.json`/`questions.csv`)."""
     root = Path(root)
-    scenes = read_scene_graphs(scene_graphs if scene_graphs is not None else root / SCENE_GRAPHS_FILE)
+    scene_path = scene_graphs if scene_graphs is not None else root / SCENE_GRAPHS_FILE
+    scenes = read_scene_graphs(scene_path)
     records = read_questions(questions if questions is not None else default_questions_path(root))
-    return build_scenegraphs("scenegraphs", scenes, records)
+    return build_scenegraphs("scenegraphs", scenes, records, source=str(scene_path))
 
 
 def merge_scene_graphs(*parts: dict[str, dict]) -> dict[str, dict]:
-    """Union of scene-graph files; ValueError if one image id has two different graphs."""
+    """Union of scene-graph files; DatasetFormatError if one image id has two different graphs."""
     merged: dict[str, dict] = {}
     for part in parts:
         for image_id, scene in part.items():
             if image_id in merged and merged[image_id] != scene:
-                raise ValueError(f"image {image_id} has two different scene graphs")
+                raise DatasetFormatError(f"image {image_id} has two different scene graphs")
             merged[image_id] = scene
     return merged
 
 
 def load_gqa_fixtures() -> QADataset:
     """The bundled real GQA fixtures: 7 scene graphs, 11 questions (5 about images not here: dropped)."""
-    scenes = merge_scene_graphs(*(read_scene_graphs(FIXTURES_DIR / f) for f in FIXTURE_SCENE_GRAPHS))
-    records = [q for f in FIXTURE_QUESTIONS for q in read_questions(FIXTURES_DIR / f)]
-    return build_scenegraphs("gqa_fixtures", scenes, records)
+    root = FIXTURES_DIR
+    files = {f: read_scene_graphs(root / f) for f in FIXTURE_SCENE_GRAPHS}
+    scenes = merge_scene_graphs(*files.values())
+    source = {image_id: str(root / f) for f, part in reversed(files.items()) for image_id in part}
+    records = [q for f in FIXTURE_QUESTIONS for q in read_questions(root / f)]
+    return build_scenegraphs("gqa_fixtures", scenes, records, source=source)

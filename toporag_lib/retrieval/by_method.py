@@ -37,14 +37,27 @@ RETRIEVERS = {"toporag": toporag_retrieval, "gretriever": model_free.gretriever,
               "khop": model_free.khop, "kaping": model_free.kaping}
 
 
+class QueryEmbeddingError(ValueError):
+    """A query embedding no retrieval can rank by: of the wrong shape, not finite, or all zeros."""
+
+
 def check_query(q_emb: torch.Tensor | np.ndarray, dim: int) -> None:
-    """A query embedding is one finite vector of the cells' feature size."""
+    """A query embedding is one finite, nonzero vector of the cells' feature size (QueryEmbeddingError otherwise).
+
+    All zeros is refused, not given a rule: its cosine with every cell is undefined (0/0, read as 0), so every cell
+    ties and the retrieval would be decided by the tie-breaks (the lowest ids; G-Retriever's prizes split evenly
+    over every edge, which takes the whole graph) and look like an answer. No sentence encoder gives a zero vector;
+    one means the query was never embedded (a placeholder, a failed encode), which should stop the run, named.
+    """
     shape = tuple(q_emb.shape)
     if shape != (dim,) and shape != (1, dim):
-        raise ValueError(f"query embedding of shape {shape}: expected ({dim},), the cells' feature size")
+        raise QueryEmbeddingError(f"query embedding of shape {shape}: expected ({dim},), the cells' feature size")
     finite = torch.isfinite(q_emb).all() if isinstance(q_emb, torch.Tensor) else np.isfinite(q_emb).all()
     if not finite:
-        raise ValueError("query embedding has non-finite values (NaN or inf)")
+        raise QueryEmbeddingError("query embedding has non-finite values (NaN or inf)")
+    if not q_emb.any():
+        raise QueryEmbeddingError("query embedding is all zeros: its cosine with every cell is undefined, so it ranks "
+                                  "nothing (was the query embedded?)")
 
 
 def retrieve(cc: CellComplex, q_emb: torch.Tensor | np.ndarray, config: RetrievalConfig) -> Subcomplex:

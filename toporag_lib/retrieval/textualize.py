@@ -1,22 +1,21 @@
 """Text of a retrieved subcomplex, as the LLM reads it.
 
-G-Retriever's nodes CSV and edges CSV (original ids, byte for byte as `graph.textualize`), then, only when 2-cells
+G-Retriever's nodes CSV and edges CSV (original ids, as `graph.textualize` writes them), then, only when 2-cells
 were retrieved, a blank line and a compact table of the 2-cells as closed walks in node ids and relations:
 
     cell_id,cycle
     0,3 -on-> 5 <-under- 7 -to the left of-> 3
 
 `a -r-> b` is an edge from a to b with text r; `a <-r- b` one from b to a. Without 2-cells the text is exactly
-G-Retriever's, so baselines and TopoRAG differ only by what they retrieve. KAPING's retrieval reads as its paper
-prompts it: its triples, one per line, under "Below are the facts that might be relevant to answer the question:";
-so does SubgraphRAG's (its LLM reads the retrieved triples as a list).
+G-Retriever's (but for a text holding a carriage return, which is quoted: `graph.csv_field`), so baselines and
+TopoRAG differ only by what they retrieve. KAPING's retrieval reads as its paper prompts it: its triples, one per
+line, under "Below are the facts that might be relevant to answer the question:"; so does SubgraphRAG's (its LLM
+reads the retrieved triples as a list).
 """
 
 from __future__ import annotations
 
-import pandas as pd
-
-from toporag_lib.data.graph import TextualGraph, textualize
+from toporag_lib.data.graph import TextualGraph, csv_table, textualize
 from toporag_lib.retrieval.by_method import Subcomplex
 from toporag_lib.topology.complex import CellComplex
 
@@ -33,8 +32,8 @@ def cycle_text(graph: TextualGraph, cc: CellComplex, cell: int) -> str:
 
 
 def cells_csv(graph: TextualGraph, cc: CellComplex, cells2) -> str:
-    rows = {"cell_id": [int(c) for c in cells2], "cycle": [cycle_text(graph, cc, int(c)) for c in cells2]}
-    return pd.DataFrame(rows, columns=["cell_id", "cycle"]).to_csv(index=False)
+    """The 2-cells table, quoted as the nodes and edges tables are (`graph.csv_field`)."""
+    return csv_table(("cell_id", "cycle"), ((int(c), cycle_text(graph, cc, int(c))) for c in cells2))
 
 
 KAPING_HEADER = "Below are the facts that might be relevant to answer the question:"

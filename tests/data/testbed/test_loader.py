@@ -32,3 +32,14 @@ def test_the_dataset_is_the_same_with_or_without_files(tmp_path):
     on_disk, in_memory = load_synthetic_scenes(12, 3, 1, root=tmp_path), load_synthetic_scenes(12, 3, 1)
     assert [(s.id, s.question, s.label, s.graph, s.meta) for s in on_disk] == \
            [(s.id, s.question, s.label, s.graph, s.meta) for s in in_memory]
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"version": True}, r"version=True: expected 1 or 2 or 3"),
+    ({"version": 2.0}, r"version=2.0: expected"),
+    ({"num_images": 4.0}, r"num_images=4.0: expected an integer"),
+    ({"seed": None}, r"seed=None: expected an integer"),
+])
+def test_an_option_that_is_not_an_integer_is_refused_not_read_as_one(options, message):
+    with pytest.raises(ValueError, match=r"synthetic_scenes " + message):
+        load_synthetic_scenes(**{"num_images": 4, **options})

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from toporag_lib import atomic
 from toporag_lib.data.dataset import QADataset
+from toporag_lib.data.errors import is_int
 from toporag_lib.data.gqa import (
     QUESTIONS_JSON_FILE,
     SCENE_GRAPHS_FILE,
@@ -54,8 +55,12 @@ def load_synthetic_scenes(num_images: int = 1000, questions_per_image: int = 3, 
     version 3 `pair` on loop questions (the id the twins share) and version 1 `evidence_nodes` (node indices of every
     object the answer depends on).
     """
-    if version not in VERSIONS:
+    if not is_int(version) or version not in VERSIONS:  # True == 1 and 2.0 == 2 are not versions
         raise ValueError(f"synthetic_scenes version={version!r}: expected {' or '.join(map(str, VERSIONS))}")
+    for name, value in (("num_images", num_images), ("questions_per_image", questions_per_image), ("seed", seed)):
+        if not is_int(value):
+            raise ValueError(f"synthetic_scenes {name}={value!r}: expected an integer")
+    version = int(version)
     scenes, questions = VERSIONS[version](num_images, questions_per_image, seed)
     if root is None:
         records = questions_from_gqa_json(questions)

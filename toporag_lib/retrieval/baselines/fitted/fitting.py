@@ -28,7 +28,7 @@ from toporag_lib.data.graph import QASample
 from toporag_lib.retrieval.baselines.fitted.gnnrag import CandidateGNN
 from toporag_lib.retrieval.baselines.fitted.question import GraphQuestion, graph_question
 from toporag_lib.retrieval.baselines.fitted.subgraphrag import TripleScorer
-from toporag_lib.retrieval.by_method import check_query
+from toporag_lib.retrieval.by_method import QueryEmbeddingError, check_query
 from toporag_lib.retrieval.retrieval_config import FITTED_METHODS, RetrievalConfig
 from toporag_lib.retrieval.subcomplex import Subcomplex, empty_ids
 from toporag_lib.seeding import one_torch_thread
@@ -73,8 +73,8 @@ def _check_question(question: GraphQuestion, dim: int) -> None:
                          f"fitted on size {dim}")
     try:
         check_query(question.query, dim)
-    except ValueError as err:
-        raise ValueError(f"{question.where}: {err}") from None
+    except QueryEmbeddingError as err:
+        raise QueryEmbeddingError(f"{question.where}: {err}") from None
     entities = question.entities
     if len(entities) and (entities.min() < 0 or entities.max() >= question.cc.num_nodes):
         raise ValueError(f"{question.where}: question entities {entities.tolist()} outside "
