@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pandas as pd
 import pytest
@@ -146,7 +147,7 @@ def test_results_readme_puts_paper_and_ours_side_by_side(tmp_path):
     row = next(line for line in text.splitlines() if line.startswith("| TopoRAG | synthetic_scenes |"))
     assert "0.250" in row and "0.400" in row
     assert "| w/o CRL (no 2-cells) | 0.200 |" in text and "0.858" in text  # notebook 05's table; paper's: 0.8576
-    assert text.count("_not produced in this run_") == 15  # Table 1 paired; Tables 5-7; by cycles; dtype; nine testbed
+    assert text.count("_not produced in this run_") == 16  # Table 1 paired; Tables 5-7; by cycles; dtype; recipes; 9 testbed
     assert "## What changed, and why" in text and "| testbed v3 retrieval | k0 = 5" in text  # generated from code
     llm = text.split("## Testbed · LLM runs on the full split")[1]  # from the ledger: the synthetic run is full-split
     assert "| TopoRAG | 200 | 42 | 0.250 |" in llm and "explagraphs" not in llm.split("## Figures")[0]
@@ -189,3 +190,14 @@ def test_a_damaged_ledger_file_is_a_named_error(tmp_path, damaged):
     where = str(path) + ("" if damaged == "record.json" else ", line 2")
     with pytest.raises(ValueError, match=f"{re.escape(where)} is damaged"):
         read_ledger(tmp_path / "runs")
+
+
+def test_results_readme_shows_the_recipe_search_from_its_own_ledger(tmp_path):
+    from toporag_lib.paths import PROJECT_ROOT
+
+    run = sorted((PROJECT_ROOT / "results" / "recipe_search").glob("explagraphs-*"))[0]
+    shutil.copytree(run, tmp_path / "recipe_search" / run.name)
+    text = report.results_readme(tmp_path, "cpu-quick")
+    section = text.split("## Recipe search · validation only")[1].split("## ")[0]
+    score = json.loads((run / "record.json").read_text())["metrics"]["score"]
+    assert "question_first" in section and f"{score:.3f}" in section and "test split is never read" in section

@@ -19,7 +19,7 @@ import pandas as pd
 
 from toporag_lib import atomic, hardware
 from toporag_lib.settings import merge
-from toporag_lib.study import dtype_agreement, paired_runs, paper, provenance
+from toporag_lib.study import dtype_agreement, paired_runs, paper, provenance, recipe_search
 from toporag_lib.study.experiments import TABLE1_METHODS
 from toporag_lib.study.ledger_tables import (TESTBED_PAIRS, explagraphs_by_cycles, full_split_records,
                                              full_split_table, ledger_table, table1_full_split, table1_paired,
@@ -188,6 +188,13 @@ def results_readme(results: str | Path, profile: str) -> str:
         ("Table 6 · cells per dimension", _read(results, "05_table6_cells_per_dimension.csv"),
          "_Ours: retrieval only (no LLM), synthetic scenes; the paper's row is SceneGraphs._"),
         ("Table 7 · time per epoch", table7(results), _label(s06, "ExplaGraphs training split")),
+        ("Recipe search · validation only", _nonempty(recipe_search.search_table(results / "recipe_search")),
+         "_`python -m toporag_lib.study.recipe_search`: TopoRAG + LoRA trained on 800 training questions, every "
+         "epoch scored on 200 validation questions, the best epoch kept, early stopping after 2 epochs without a "
+         "better one; the test split is never read. One seed each: a search, not an estimate (one standard error "
+         "on 200 questions is about 0.035). `question_first`: the question before the graph text in the prompt; "
+         "`loop_one_answer_share`: the share of loop questions given the run's most common answer (1.0: one "
+         "answer to all); `twin_loop`: both twins of a loop pair right._"),
         ("LLM dtype · the same runs in two dtypes, paired", _nonempty(dtype_agreement.agreement(records)),
          "_Every pair of ledger runs that differ only in `llm_dtype` (`python -m toporag_lib.study.dtype_agreement`: "
          "notebook 04's cpu-quick runs in bfloat16 and float32): both scores, the share of test questions answered "
