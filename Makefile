@@ -7,7 +7,7 @@ PY       := $(VENV)/bin/python
 PIP      := $(PY) -m pip install --disable-pip-version-check -q -c constraints.txt
 STAMP    := $(VENV)/.setup-done
 
-.PHONY: setup test test-all reproduce lab bench gpu-check clean-venv
+.PHONY: setup test test-all chromium reproduce lab bench gpu-check clean-venv
 
 setup: $(STAMP)
 
@@ -23,9 +23,16 @@ $(STAMP): requirements.txt requirements-nodeps.txt constraints.txt pyproject.tom
 test: setup
 	$(PY) -m pytest
 
-# Also runs the tests that load the bundled real models (slower; still offline).
-test-all: setup
+# Also runs the tests that load the bundled real models (slower; still offline) and the browser test.
+test-all: setup chromium
 	$(PY) -m pytest -m ""
+
+# Headless Chromium for the browser test (`pytest -m browser`): Debian's package, installed only when missing (as
+# root, as on CI and the project's machines; otherwise it says what to run).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else echo "the browser test needs Chromium: sudo apt-get install chromium" >&2; exit 1; fi; }
 
 # PREPROCESS=dask (a LocalCluster) or PREPROCESS=tcp://host:8786: the training runs preprocess on Dask.
 reproduce: setup

@@ -72,11 +72,13 @@ def test_make_lab_serves_the_notebooks_and_runs_a_cell_in_the_project_environmen
         wait_for_server(port, process)
         listing = api(port, "/api/contents")
         names = {item["name"] for item in listing["content"]}
-        assert {"01_datasets.ipynb", "02_cell_lifting.ipynb"} <= names
+        assert {"01_datasets.ipynb", "02_cell_lifting.ipynb", "08_explorer.ipynb"} <= names
         kernel = api(port, "/api/kernels", "POST", {"name": "python3"})
-        text = execute(kernel["id"], "import sys, toporag_lib; print(sys.prefix); print(toporag_lib.__version__)")
+        text = execute(kernel["id"], "import sys, ipywidgets, toporag_lib; print(sys.prefix); "
+                                     "print(toporag_lib.__version__); print(ipywidgets.IntText(1).value + 1)")
         assert sys.prefix in text  # the kernel runs in the project's environment
         assert toporag_lib.__version__ in text
+        assert "2" in text.split()  # the explorer's widgets (notebook 08) run in that kernel
         api(port, f"/api/kernels/{kernel['id']}", "DELETE")
         api(port, "/api/shutdown", "POST")
         process.wait(timeout=30)

@@ -187,3 +187,17 @@ def test_a_newly_recorded_run_changes_the_fingerprint_of_the_ledger_readers_only
     after = keys()
     assert after[0] != before[0] and after[1] == before[1]  # notebook 07 reads the ledger; 03 does not
     assert keys() == after
+
+
+def test_08_explorer_writes_the_static_page_and_shows_the_widgets(tmp_path, isolated_cache, tiny_encoder_path):
+    from explorer_ledger import write_ledger
+
+    write_ledger(isolated_cache / "results" / "runs", tiny_encoder_path)  # the notebook reads results/runs
+    run_one("08_explorer.ipynb", {"per_pair": 1, "rest_per_dataset": 1, "count_tokens": False}, tmp_path)
+    page = (isolated_cache / "results" / "08_explorer.html").read_text()
+    assert page.count('<div class="block"') == 5  # 3 pairs' disagreements, 1 other question per question set
+    assert "TopoRAG vs TopoRAG w/o CRL (no 2-cells)" in page and "data:image/png;base64," in page
+    cells = nbformat.read(tmp_path / "08_explorer.ipynb", as_version=4).cells
+    outputs = [o for c in cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)  # the explorer

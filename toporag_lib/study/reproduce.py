@@ -53,7 +53,7 @@ def library_digest() -> str:
 
 
 # Notebooks that read the results ledger (`results/runs/`): a newly recorded run re-runs them.
-LEDGER_READERS = ("04_", "05_", "07_")
+LEDGER_READERS = ("04_", "05_", "07_", "08_")
 
 
 def ledger_digest() -> str:

@@ -36,6 +36,7 @@ from transformers import (
 )
 
 from toporag_lib import atomic
+from toporag_lib.data.dataset import QADataset
 from toporag_lib.data.registry import load_dataset
 from toporag_lib.embed import TextEncoder, check_encoder_dir
 from toporag_lib.generation.factory import build_model
@@ -80,16 +81,23 @@ def limited(indices: list[int], limit: int | None, seed: int, pairs: dict[int, s
     return [i for i in indices if i in kept]
 
 
+def run_questions(config: TrainConfig, dataset: QADataset) -> tuple[dict[str, list[int]], list[int]]:
+    """The questions a run of `config` reads from `dataset` (loaded with its `dataset_options`): per split, the
+    dataset indices its `limits` keep (`limited`, seeded by `config.seed`), and all of them in order. An example's
+    `index` (and so a prediction's) is its position in that list."""
+    pairs = {i: s.meta["pair"] for i, s in enumerate(dataset) if s.meta.get("pair")}
+    splits = {name: limited(dataset.split[name], getattr(config.limits, name), config.seed, pairs)
+              for name in dataset.split}
+    return splits, sorted({i for ids in splits.values() for i in ids})
+
+
 def make_examples(config: TrainConfig, progress: bool = True,
                   shards: str | Path | None = None) -> tuple[dict[str, list[Example]], int]:
     """Examples per split, and the feature width the encoder takes: made here (`preprocess.prepare`, then
     `examples.build_examples`), or with `config.preprocess` naming Dask, by `sharded.preprocess_sharded` into the
     folder `shards` (resumable; the same examples)."""
     dataset = load_dataset(config.dataset, **config.dataset_options)
-    pairs = {i: s.meta["pair"] for i, s in enumerate(dataset) if s.meta.get("pair")}
-    splits = {name: limited(dataset.split[name], getattr(config.limits, name), config.seed, pairs)
-              for name in dataset.split}
-    keep = sorted({i for ids in splits.values() for i in ids})
+    splits, keep = run_questions(config, dataset)
     position = {old: new for new, old in enumerate(keep)}
     if config.preprocess != "local":
         if shards is None:
