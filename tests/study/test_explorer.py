@@ -17,6 +17,7 @@ from toporag_lib.data import load_dataset
 from toporag_lib.study.explorer import Explorer, ExplorerError, dataset_key, pair_sections
 from toporag_lib.study.explorer_page import anchor, question_html, write_page
 from toporag_lib.topology.batching import ComplexData
+from toporag_lib.training.record_check import RecordError
 from toporag_lib.training.trainer import run_questions
 
 CYCLE_TABLE = "cell_id,cycle"
@@ -161,23 +162,22 @@ def test_a_run_without_predictions_or_with_foreign_ones_is_refused_by_name(ledge
             for name in ("record.json", "predictions_test.jsonl"):
                 (folder / path.parent.name / name).write_bytes((path.parent / name).read_bytes())
             config = record["config"]
-    write_record(folder, "TopoRAG + LoRA", {**config, "seed": 7}, None)
-    source = next(folder.glob("*/predictions_test.jsonl")).read_text().splitlines()
-    foreign = [{**json.loads(line), "question": "another question"} for line in source]
+    source = [json.loads(line) for line in next(folder.glob("*/predictions_test.jsonl")).read_text().splitlines()]
+    foreign = [{**p, "question": "another question"} for p in source]
     write_record(folder, "GNN-RAG", {**config, "seed": 8}, foreign)
     explorer = Explorer(folder)
-    missing, stray = explorer.find(f"explagraphs-{_digest(config, 7)}"), explorer.find(f"explagraphs-"
-                                                                                         f"{_digest(config, 8)}")
-    assert "no test predictions in the ledger" in missing.problem and "predictions_test.jsonl" in missing.problem
+    stray = explorer.find(f"explagraphs-{_digest(config, 8)}")
     assert "match no question set" in stray.problem
-    assert set(explorer.left_out()) == {missing, stray}
-    assert missing not in explorer.runs_of("explagraphs") and stray not in explorer.runs_of("explagraphs")
+    assert set(explorer.left_out()) == {stray} and stray not in explorer.runs_of("explagraphs")
     i = explorer.test_questions("explagraphs")[0]
-    for run in (missing, stray):
-        with pytest.raises(ExplorerError, match=f"run {re.escape(run.label)} .* cannot be shown"):
-            explorer.view("explagraphs", i, runs=[run])
-        with pytest.raises(ExplorerError, match="cannot be shown"):
-            explorer.disagreements("explagraphs", run, explorer.runs_of("explagraphs")[0])
+    with pytest.raises(ExplorerError, match=f"run {re.escape(stray.label)} .* cannot be shown"):
+        explorer.view("explagraphs", i, runs=[stray])
+    with pytest.raises(ExplorerError, match="cannot be shown"):
+        explorer.disagreements("explagraphs", stray, explorer.runs_of("explagraphs")[0])
+    missing = write_record(folder, "TopoRAG + LoRA", {**config, "seed": 7}, source)
+    (missing / "predictions_test.jsonl").unlink()  # the ledger refuses the whole folder, naming the file
+    with pytest.raises(RecordError, match=f"{re.escape(str(missing))}.*predictions"):
+        Explorer(folder)
 
 
 def _digest(config: dict, seed: int) -> str:

@@ -39,7 +39,6 @@ from toporag_lib.study.floors_and_evidence import CYCLE_FAMILIES
 from toporag_lib.study.superseded import superseded
 from toporag_lib.topology.complex import CellComplex
 from toporag_lib.training.ledger import read_ledger, with_later_keys
-from toporag_lib.training.run_files import predictions_path
 from toporag_lib.training.train_config import TrainConfig
 
 # The pairs whose disagreements the static page shows first: TopoRAG against G-Retriever, both LoRA-tuned, and
@@ -254,10 +253,7 @@ class Explorer:
         fields = dict(run_id=record["run_id"], name=record["name"], seed=config["seed"], config=config,
                       finished=record.get("finished", ""), superseded=superseded(record),
                       folder=self.ledger / record["run_id"])
-        if not record["predictions"]:
-            return Run(**fields, options=recorded, predictions={}, problem=(
-                f"no test predictions in the ledger: {predictions_path(fields['folder'], 'test')} is missing or "
-                f"empty"))
+        # a record without its predictions never gets here: `read_ledger` refuses it, naming the file
         tried = [recorded, *({**recorded, **extra} for extra in OPTIONS_BEFORE.get(config["dataset"], [])
                              if not extra.keys() <= recorded.keys())]
         for options in tried:
