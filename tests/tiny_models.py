@@ -1,5 +1,5 @@
 """Tiny models made in code for fast offline tests: a random 2-layer Llama with a small byte-level BPE tokenizer
-(ChatML, Llama-2-style, or no chat template)."""
+(ChatML, Llama-2-style, or no chat template), and one shipped as Llama-2-7b-hf is (`make_llama2_base_like`)."""
 
 from __future__ import annotations
 
@@ -56,5 +56,38 @@ def make_tiny_model(folder: Path, chat_template: str | None) -> Path:
                          pad_token_id=tokenizer.pad_token_id, initializer_range=0.5, tie_word_embeddings=False)
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def make_llama2_base_like(folder: Path) -> Path:
+    """A 2-layer random Llama saved as meta-llama/Llama-2-7b-hf ships (the `gpu-paper` profile's LLM): no chat
+    template, `<unk>`, `<s>`, `</s>` as ids 0, 1, 2, no pad token, a tokenizer that prepends `<s>` by itself, and a
+    generation config that samples (temperature 0.6, top-p 0.9)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    corpus = GRAPHS + QUESTIONS + ANSWERS + ["counter the a an answer argument"]
+    backend = Tokenizer(models.BPE(unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<unk>", "<s>", "</s>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    backend.train_from_iterator(corpus * 3, trainer)
+    backend.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
+                                                           special_tokens=[("<s>", 1)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>",
+                                        unk_token="<unk>", padding_side="right")
+    assert (tokenizer.unk_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id) == (0, 1, 2)
+    assert tokenizer.pad_token is None and not tokenizer.chat_template
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=HIDDEN, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=4096,
+                         bos_token_id=1, eos_token_id=2, pad_token_id=None, initializer_range=0.5,
+                         tie_word_embeddings=False)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config)
+    model.generation_config = GenerationConfig(bos_token_id=1, eos_token_id=2, pad_token_id=0, do_sample=True,
+                                               temperature=0.6, top_p=0.9, max_length=4096)
+    model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder

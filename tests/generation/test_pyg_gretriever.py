@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from tiny_models import CHATML, HIDDEN, make_tiny_model
+from tiny_models import CHATML, HIDDEN, make_llama2_base_like, make_tiny_model
 
-from toporag_lib.generation.pyg_gretriever import check_model_config
+from toporag_lib.generation.pyg_gretriever import check_model_config, load_pyg_llm
 from toporag_lib.study.experiments import method_config, run_methods
 from toporag_lib.training.history import HISTORY_COLUMNS
 from toporag_lib.training.train_config import TrainConfig
@@ -110,3 +110,16 @@ def test_an_interrupted_pyg_run_resumes_to_the_weights_of_an_uninterrupted_one(t
     resumed.train()
     expected, got = whole.model.trainable_state(), resumed.model.trainable_state()
     assert expected.keys() == got.keys() and all(torch.equal(expected[k], got[k]) for k in expected)
+
+
+def test_a_folder_that_ships_sampling_defaults_still_answers_greedily(tmp_path):
+    """Llama-2-7b-hf's generation config samples (temperature 0.6, top-p 0.9); PyG's `inference` calls `generate`
+    without `do_sample`, so its test answers were drawn at random: the same question, two seeds, two answers."""
+    llm = load_pyg_llm(str(make_llama2_base_like(tmp_path / "llama2_like")), torch.float32, "cpu")
+    assert llm.llm.generation_config.do_sample is False
+    answers = []
+    for seed in (0, 1, 2):
+        torch.manual_seed(seed)
+        answers.append(llm.inference(["Question: is there a cat?\n\nAnswer:"] * 2, ["cat chases dog"] * 2,
+                                     max_tokens=8))
+    assert answers[0] == answers[1] == answers[2] and answers[0][0] == answers[0][1]

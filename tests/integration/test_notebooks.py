@@ -70,6 +70,17 @@ def run_one(notebook: str, parameters: dict, tmp_path: Path) -> None:
                                cwd=str(NOTEBOOKS), kernel_name="python3", progress_bar=False)
 
 
+def test_a_papermill_parameter_of_the_wrong_shape_stops_the_notebook_before_it_writes(tmp_path, isolated_cache):
+    import papermill
+
+    with pytest.raises(papermill.PapermillExecutionError) as caught:  # papermill ... -p methods TopoRAG
+        run_one("04_training.ipynb", {"methods": "TopoRAG"}, tmp_path)
+    assert caught.value.ename == "ConfigError"
+    assert "04_training.ipynb: parameter 'methods' takes list[str], got str 'TopoRAG'" in caught.value.evalue
+    results = isolated_cache / "results"
+    assert not (results / "04_setup.json").exists() and not (results.exists() and any(results.iterdir()))
+
+
 def test_02_cell_lifting_writes_figures_and_lengths(tmp_path, isolated_cache):
     run_one("02_cell_lifting.ipynb", {"synthetic_images": 12, "max_graphs": 40}, tmp_path)
     results = isolated_cache / "results"

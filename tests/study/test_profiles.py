@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import ast
-
-import nbformat
 import pytest
 
+from toporag_lib.study.notebook_parameters import check_parameters, parameter_types
 from toporag_lib.study.profiles import PROFILES, notebook_parameters
 from toporag_lib.study.reproduce import NOTEBOOK_DIR
 from toporag_lib.training.train_config import PAPER_SETTINGS, TrainConfig
 
 
 def defined_parameters(name: str) -> set[str]:
-    cells = nbformat.read(NOTEBOOK_DIR / f"{name}.ipynb", as_version=4).cells
-    source = next(c.source for c in cells if "parameters" in c.metadata.get("tags", []))
-    return {target.id for node in ast.parse(source).body if isinstance(node, ast.Assign)
-            for target in node.targets if isinstance(target, ast.Name)}
+    return set(parameter_types(name))  # plain and annotated assignments of its `parameters` cell
 
 
 @pytest.mark.parametrize("profile", sorted(PROFILES))
@@ -65,3 +60,21 @@ def test_preprocess_on_dask_reaches_every_training_notebook_of_every_profile(pro
         assert "training" in defined_parameters(name)
         assert TrainConfig.from_dict({"dataset": "synthetic_scenes", **training}).preprocess == "tcp://scheduler:8786"
     assert "training" not in notebook_parameters(profile, "03_retrieval")
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_every_parameter_of_every_profile_has_the_type_its_notebook_takes(profile, monkeypatch):
+    monkeypatch.setenv("TOPORAG_LLM", "/models/llm")
+    monkeypatch.setenv("TOPORAG_ENCODER", "/models/encoder")
+    for name in PROFILES[profile]:
+        check_parameters(name, notebook_parameters(profile, name))
+
+
+def test_gpu_paper_reads_its_model_folders_when_the_parameters_are_made_not_at_import(monkeypatch):
+    monkeypatch.setenv("TOPORAG_LLM", "/models/llama-2-7b-hf")
+    monkeypatch.setenv("TOPORAG_ENCODER", "/models/roberta")
+    training = notebook_parameters("gpu-paper", "04_training")["training"]
+    assert (training["llm_path"], training["encoder_path"]) == ("/models/llama-2-7b-hf", "/models/roberta")
+    assert notebook_parameters("gpu-paper", "03_retrieval")["encoder_path"] == "/models/roberta"
+    monkeypatch.setenv("TOPORAG_LLM", "/models/other")
+    assert notebook_parameters("gpu-paper", "06_efficiency")["training"]["llm_path"] == "/models/other"

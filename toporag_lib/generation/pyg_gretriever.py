@@ -15,9 +15,12 @@ to our per-question mean when the answers have the same token count, as ExplaGra
 
 PyG's traps, fixed here: with use_lora=False PyG leaves the LLM trainable (we freeze it); with LoRA, peft's
 `prepare_model_for_kbit_training` turns the whole LLM to fp32 (we cast the frozen base back to `llm_dtype`; the
-adapters stay fp32); without a `sys_prompt` its `LLM` uses Llama-2 `[INST]` strings (we pass `SYS_PROMPT`). With
-it, PyG renders [system, user] with the model's chat template, cuts the BOS text off the front and prepends the
-BOS embedding and the soft tokens; for ChatML (SmolLM2) the sequence is
+adapters stay fp32); without a `sys_prompt` its `LLM` uses Llama-2 `[INST]` strings (we pass `SYS_PROMPT`); its
+`inference` samples where the folder's generation config says so, as Llama-2-7b-hf's does (do_sample, temperature
+0.6, top-p 0.9): we make it greedy (`greedy`), as our own decoding is. A tokenizer without a chat template (the
+`gpu-paper` profile's Llama-2-7b-hf) gets PyG's Llama-2 `[INST]` strings whatever the `sys_prompt`, as in
+G-Retriever's code. With a chat template, PyG renders [system, user] with it, cuts the BOS text off the front and
+prepends the BOS embedding and the soft tokens; for ChatML (SmolLM2) the sequence is
 
     <|im_start|>[soft tokens]system\\n{SYS_PROMPT}<|im_end|>\\n<|im_start|>user\\n{graph text} -  - {question}
     <|im_end|>\\n<|im_start|>assistant\\n{answer}<|im_end|>                      <- answer: training only
@@ -73,7 +76,17 @@ def load_pyg_llm(llm_path: str | None, dtype: torch.dtype, device: str) -> LLM:
     placement = {"n_gpus": 1} if device == "cuda" else {"num_params": math.inf}
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="LLM is being used on CPU")
-        return LLM(str(folder), dtype=dtype, sys_prompt=SYS_PROMPT, **placement)
+        llm = LLM(str(folder), dtype=dtype, sys_prompt=SYS_PROMPT, **placement)
+    greedy(llm.llm.generation_config)
+    return llm
+
+
+def greedy(generation: Any) -> None:
+    """Make a model's own generation config greedy, in place: PyG's `inference` calls `generate` without
+    `do_sample`, so a folder that ships sampling defaults (Llama-2-7b-hf: do_sample, temperature 0.6, top-p 0.9)
+    would sample its test answers, unlike our greedy decoding (`generation.llm.LLM.generate`)."""
+    generation.do_sample = False
+    generation.temperature = generation.top_p = generation.top_k = None
 
 
 class PygGRetriever(nn.Module):

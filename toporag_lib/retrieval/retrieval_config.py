@@ -15,6 +15,7 @@ import numpy as np
 
 from toporag_lib.data.registry import dataset_spec
 from toporag_lib.retrieval.toporag import CELL_COSTS, CELL_RANKS, CELLS, PRIZES
+from toporag_lib.settings import ConfigError
 
 FIT_TARGETS = ("answers", "evidence")  # what a fitted retrieval is trained on (`baselines.fitted.entities`)
 
@@ -71,25 +72,26 @@ class RetrievalConfig:
 
     def __post_init__(self) -> None:
         if self.method not in METHOD_PARAMS:
-            raise ValueError(f"unknown retrieval method {self.method!r}; known: {list(METHOD_PARAMS)}")
+            raise ConfigError(f"RetrievalConfig.method={self.method!r}: unknown retrieval method {self.method!r}; "
+                              f"known: {list(METHOD_PARAMS)}")
         for name, allowed in (("prizes", PRIZES), ("cells", CELLS), ("cell_rank", CELL_RANKS),
                               ("cell_cost", CELL_COSTS), ("fit_targets", FIT_TARGETS)):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"RetrievalConfig.{name}={getattr(self, name)!r}: expected one of {list(allowed)}")
+                raise ConfigError(f"RetrievalConfig.{name}={getattr(self, name)!r}: expected one of {list(allowed)}")
         for names, least in ((("k0", "k1", "k2", "hops", "dde_rounds", "fit_seed"), 0),
                              (("top_k", "candidates", "gnn_layers", "fit_epochs"), 1)):
             for name in names:
                 value = getattr(self, name)
                 if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
-                    raise ValueError(f"RetrievalConfig.{name}={value!r}: expected an int >= {least}")
+                    raise ConfigError(f"RetrievalConfig.{name}={value!r}: expected an int >= {least}")
         for name in ("c2", "cost_e"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not math.isfinite(value) \
                     or value < 0:
-                raise ValueError(f"RetrievalConfig.{name}={value!r}: expected a finite number >= 0")
+                raise ConfigError(f"RetrievalConfig.{name}={value!r}: expected a finite number >= 0")
         lr = self.fit_lr
         if isinstance(lr, bool) or not isinstance(lr, (int, float, np.number)) or not math.isfinite(lr) or lr <= 0:
-            raise ValueError(f"RetrievalConfig.fit_lr={lr!r}: expected a finite number > 0")
+            raise ConfigError(f"RetrievalConfig.fit_lr={lr!r}: expected a finite number > 0")
 
     def params(self) -> dict[str, Any]:
         """The parameters the method reads (`METHOD_PARAMS`), by name."""

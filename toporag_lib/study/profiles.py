@@ -2,15 +2,17 @@
 
 A notebook's own `parameters` cell holds the `cpu-quick` defaults (so a plain run is the quick run), and only what
 that notebook varies; training settings beyond those go in its `training` parameter as sparse `TrainConfig`
-overrides. A profile overrides some of them. Notebooks are named by their file stem, e.g. `01_datasets`. The `gpu-paper` profile takes
-the LLM folder from `TOPORAG_LLM` (e.g. a local Llama-2-7b-hf) and the sentence encoder folder from
-`TOPORAG_ENCODER` (e.g. all-roberta-large-v1); nothing is downloaded. `TOPORAG_PREPROCESS=dask` (or a Dask
-scheduler address) makes the training notebooks' runs preprocess on Dask (`training.sharded`): the same examples.
+overrides. A profile overrides some of them. Notebooks are named by their file stem, e.g. `01_datasets`. The
+`gpu-paper` profile takes the LLM folder from `TOPORAG_LLM` (e.g. a local Llama-2-7b-hf) and the sentence encoder
+folder from `TOPORAG_ENCODER` (e.g. all-roberta-large-v1), both read when the parameters are made (`FromEnv`), not
+at import; nothing is downloaded. `TOPORAG_PREPROCESS=dask` (or a Dask scheduler address) makes the training
+notebooks' runs preprocess on Dask (`training.sharded`): the same examples.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from toporag_lib.settings import merge
@@ -22,10 +24,31 @@ SEEDS = [42, 43, 44]
 ABLATION_NAMES = list(ABLATIONS)
 
 
+@dataclass(frozen=True)
+class FromEnv:
+    """A profile value read from the environment variable `name` when a notebook's parameters are made
+    (`notebook_parameters`), not when this module is imported; None when it is unset."""
+
+    name: str
+
+
+def from_env(value: Any) -> Any:
+    """`value` with every `FromEnv` in it replaced by its environment variable's value now."""
+    if isinstance(value, FromEnv):
+        return os.environ.get(value.name)
+    if isinstance(value, dict):
+        return {key: from_env(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [from_env(item) for item in value]
+    return value
+
+
+LLM_ENV, ENCODER_ENV = "TOPORAG_LLM", "TOPORAG_ENCODER"
+
+
 def gpu_training() -> dict[str, Any]:
     """The paper's training settings (`training.train_config.PAPER_SETTINGS`) on CUDA with the local LLM and encoder."""
-    return merge(PAPER_SETTINGS, {"device": "cuda", "llm_path": os.environ.get("TOPORAG_LLM"),
-                                  "encoder_path": os.environ.get("TOPORAG_ENCODER")})
+    return merge(PAPER_SETTINGS, {"device": "cuda", "llm_path": FromEnv(LLM_ENV), "encoder_path": FromEnv(ENCODER_ENV)})
 
 
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
@@ -55,7 +78,7 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # The paper's hyperparameters (section 5.1) on a GPU with a large LLM.
     "gpu-paper": {
         "01_datasets": {"synthetic_images": 2000},
-        "03_retrieval": {"synthetic_images": 1000, "encoder_path": os.environ.get("TOPORAG_ENCODER")},
+        "03_retrieval": {"synthetic_images": 1000, "encoder_path": FromEnv(ENCODER_ENV)},
         "04_training": {"limits": FULL_SPLITS, "synthetic_images": 5000, "epochs": 10, "training": gpu_training(),
                         "datasets": ["explagraphs", "synthetic_scenes"],
                         "explagraphs_only_methods": ["G-Retriever (PyG)"],
@@ -78,9 +101,9 @@ PREPROCESS_ENV = "TOPORAG_PREPROCESS"  # `TrainConfig.preprocess` for every run 
 
 def notebook_parameters(profile: str, notebook: str) -> dict[str, Any]:
     """The parameters that `profile` passes to `notebook` (empty: the notebook's own defaults)."""
-    if profile == "gpu-paper" and not os.environ.get("TOPORAG_LLM") and notebook in NEEDS_LLM:
+    if profile == "gpu-paper" and not os.environ.get(LLM_ENV) and notebook in NEEDS_LLM:
         raise ValueError("the gpu-paper profile needs TOPORAG_LLM=<a local Hugging Face causal-LM folder>")
-    parameters = dict(PROFILES[profile].get(notebook, {}))
+    parameters = from_env(dict(PROFILES[profile].get(notebook, {})))
     if os.environ.get(PREPROCESS_ENV) and notebook in TRAINS:
         parameters["training"] = merge(parameters.get("training", {}), {"preprocess": os.environ[PREPROCESS_ENV]})
     if notebook == "07_results":  # the summary labels its tables with the profile that produced them

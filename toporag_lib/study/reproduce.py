@@ -3,7 +3,8 @@
 Each notebook runs in `notebooks/` with the profile's parameters; the executed copy goes to
 `results/notebooks/<name>.ipynb` (with its outputs and figures). A notebook whose source, parameters and library
 code have not changed since its last successful run is skipped unless `--force`. A failing notebook is named
-with its cell; the others still run and keep their results.
+with its cell; the others still run and keep their results. Parameters of the wrong shape for their notebook
+(`notebook_parameters.check_parameters`) stop the whole run before the first notebook, with nothing written.
 
     python -m toporag_lib.study.reproduce --profile cpu-quick [--only 01 02] [--force]
 """
@@ -23,10 +24,10 @@ from typing import Any
 from toporag_lib import atomic
 from toporag_lib.paths import PACKAGE_DIR, PROJECT_ROOT, results_dir
 from toporag_lib.study import report
+from toporag_lib.study.notebook_parameters import NOTEBOOK_DIR, check_parameters
 from toporag_lib.study.profiles import PROFILES, notebook_parameters
 from toporag_lib.training.ledger import COMMAND_ENV
 
-NOTEBOOK_DIR = PROJECT_ROOT / "notebooks"
 FINGERPRINTS = ".fingerprints.json"
 
 
@@ -97,16 +98,17 @@ def reproduce(profile: str = "cpu-quick", only: list[str] | None = None, force: 
     """Run the notebooks in order; returns what happened to each."""
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; known: {sorted(PROFILES)}")
+    planned = [(notebook, notebook_parameters(profile, notebook.stem)) for notebook in notebooks or numbered_notebooks()
+               if not only or any(notebook.name.startswith(prefix) for prefix in only)]
+    for notebook, parameters in planned:  # every notebook's, before the first one runs or anything is written
+        check_parameters(notebook, parameters)
     out_dir = results_dir() / "notebooks"
     record_path = out_dir / FINGERPRINTS
     record = atomic.read_json(record_path) if record_path.exists() else {}
     library = library_digest()
     os.environ[COMMAND_ENV] = f"make reproduce PROFILE={profile}"  # what the notebooks' run records name
     outcomes = []
-    for notebook in notebooks or numbered_notebooks():
-        if only and not any(notebook.name.startswith(prefix) for prefix in only):
-            continue
-        parameters = notebook_parameters(profile, notebook.stem)
+    for notebook, parameters in planned:
         key = fingerprint(notebook, parameters, library, ledger_digest())
         if not force and record.get(notebook.name) == key and (out_dir / notebook.name).exists():
             outcomes.append(Outcome(notebook.name, "skipped"))

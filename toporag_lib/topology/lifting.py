@@ -49,6 +49,7 @@ import numpy as np
 from torch import Tensor
 
 from toporag_lib.data.graph import TextualGraph
+from toporag_lib.settings import ConfigError
 from toporag_lib.topology.complex import CellComplex
 from toporag_lib.topology.fundamental import fundamental_cells, spanning_forest
 from toporag_lib.topology.minimum_basis import minimum_basis_cells
@@ -74,7 +75,12 @@ class LiftConfig:
     parallel: str = "digon"  # parallel edges: "digon" (each extra one bounds a 2-cell of length 2) or "ignore"
 
     def __post_init__(self) -> None:
-        check_options(1, self.tree, self.basis, self.max_cycle_len, self.parallel)
+        try:
+            check_options(1, self.tree, self.basis, self.max_cycle_len, self.parallel)
+        except ValueError as err:
+            raise ConfigError(f"LiftConfig.{err}") from None
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or not 0 <= self.seed < 2**32:
+            raise ConfigError(f"LiftConfig.seed={self.seed!r}: expected an int in [0, 2**32) (numpy's seeds)")
 
     def to_dict(self) -> dict:
         return asdict(self)

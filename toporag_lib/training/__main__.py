@@ -3,8 +3,9 @@
     python -m toporag_lib.training --config configs/explagraphs_toporag.json [--out runs/x] [--set epochs=1 ...]
     torchrun --nproc_per_node 2 -m toporag_lib.training --config ...   # data-parallel, see `data_parallel`
 
-`--set` overrides any field (`model.lora=true`, `retrieval.k2=0`, `limits.train=400`); unknown keys and values of
-the wrong type are refused before any work starts. `--ledger none` skips the record.
+`--set` overrides any field (`model.lora=true`, `retrieval.k2=0`, `limits.train=400`); unknown keys, keys given
+twice, values of the wrong type, numbers that are not finite and values out of range are refused before any work
+starts, naming the file and the field (`train_config.read_train_config`). `--ledger none` skips the record.
 
 `--out` is a new or empty folder, or a run folder (resumed): a folder of other files is refused
 (`NotARunFolderError`) and left as it is, and a folder another run is writing is refused (`RunFolderInUseError`,
@@ -18,12 +19,10 @@ import json
 import sys
 from pathlib import Path
 
-from toporag_lib.atomic import parse_json
 from toporag_lib.paths import results_dir
-from toporag_lib.settings import ConfigError, merge, parse_overrides
 from toporag_lib.training import data_parallel
 from toporag_lib.training.ledger import record_run
-from toporag_lib.training.train_config import TrainConfig
+from toporag_lib.training.train_config import read_train_config
 from toporag_lib.training.trainer import Trainer, run_to_end
 
 
@@ -35,10 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--name", help="the run's name in the ledger (default: the config file's name)")
     parser.add_argument("--ledger", default=str(results_dir() / "runs"), help="ledger folder, or 'none'")
     args = parser.parse_args(argv)
-    values = parse_json(Path(args.config).read_text(), args.config)
-    if not isinstance(values, dict):
-        raise ConfigError(f"{args.config}: expected a JSON object of TrainConfig fields, got {type(values).__name__}")
-    config = TrainConfig.from_dict(merge(values, parse_overrides(args.set)))
+    config = read_train_config(args.config, args.set)
     out = Path(args.out or Path("runs") / Path(args.config).stem)
     with Trainer(config, out) as trainer:  # the folder's one writer until its record is written
         metrics = run_to_end(trainer)

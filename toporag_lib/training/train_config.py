@@ -1,12 +1,19 @@
 """Everything a run depends on, in one dataclass with its defaults written once (`TrainConfig`), saved beside
-its outputs. `TrainConfig.from_dict` refuses unknown keys and wrong types at every depth (`toporag_lib.settings`);
-a partial `retrieval` or `lift` is merged over the dataset's own (`data.registry`; `--set retrieval.k2=0` changes
-k2 alone).
+its outputs. `TrainConfig.from_dict` refuses unknown keys, wrong types and numbers that are not finite at every
+depth (`toporag_lib.settings`), and values out of range (negative limits, Adam betas outside [0, 1), ...) when the
+config is made, each by its field; `read_train_config` reads a JSON file strictly (a key given twice is refused)
+and names the file in every error. A partial `retrieval` or `lift` is merged over the dataset's own
+(`data.registry`; `--set retrieval.k2=0` changes k2 alone); `dataset_options` are checked against the dataset's
+loader (its keyword arguments and their types).
 """
 
 from __future__ import annotations
 
+import inspect
+import math
+import typing
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from toporag_lib.data.registry import dataset_spec
@@ -15,7 +22,7 @@ from toporag_lib.generation.factory import ENGINES
 from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.hardware import DTYPE_CHOICES, resolve_llm_dtype
 from toporag_lib.retrieval.retrieval_config import FITTED_METHODS, RetrievalConfig, dataset_retrieval
-from toporag_lib.settings import ConfigError, from_dict
+from toporag_lib.settings import ConfigError, convert, from_dict, loads_config, merge, parse_overrides
 from toporag_lib.topology.lifting import LiftConfig
 
 SCHEDULES = ("cosine", "constant")
@@ -40,6 +47,39 @@ def check_preprocess(preprocess: object, method: str, batching: object) -> None:
     if batching not in ("length", "single"):
         raise ConfigError(f"TrainConfig.preprocess={preprocess!r} needs embedding_batching 'length' or 'single' "
                           f"(vectors that depend on their text alone), not {batching!r}")
+
+
+def check_dataset_options(dataset: str, options: dict[str, Any]) -> None:
+    """`TrainConfig.dataset_options` are keyword arguments of the dataset's loader (`DatasetSpec.loader`), of the
+    types it declares (so `num_images` on ExplaGraphs, or a text where a count goes, is refused by name)."""
+    loader = dataset_spec(dataset).load_function()
+    parameters = inspect.signature(loader).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    unknown = sorted(set(options) - set(parameters))
+    if unknown:
+        raise ConfigError(f"TrainConfig.dataset_options: unknown key(s) {unknown} for dataset {dataset!r}; "
+                          f"known: {list(parameters)}")
+    hints = typing.get_type_hints(loader)
+    for key, value in options.items():
+        if key in hints:
+            convert(hints[key], value, f"TrainConfig.dataset_options.{key}")
+
+
+def check_number(where: str, value: object, least: float = 0, below: float | None = None,
+                 most: float | None = None) -> None:
+    """A finite number >= `least` (and < `below`, <= `most` where given), else a ConfigError naming `where`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"{where}={value!r}: expected a finite number")
+    if value < least:
+        kind = "a non-negative number" if least == 0 else f"a number >= {least}"
+        raise ConfigError(f"{where}={value!r}: expected {kind}")
+    if (below is not None and value >= below) or (most is not None and value > most):
+        bound = f"[{least}, {below})" if below is not None else f"[{least}, {most}]"
+        raise ConfigError(f"{where}={value!r}: expected a number in {bound}")
+
+
+SEED_RANGE = 2**32  # numpy's seeds are 0 .. 2**32 - 1 (`seeding.seed_everything`)
 
 
 @dataclass
@@ -104,10 +144,19 @@ class TrainConfig:
     engine: str = "toporag"  # "pyg": PyTorch Geometric's GRetriever as an outside reference
 
     def __post_init__(self) -> None:
-        spec = dataset_spec(self.dataset)
+        try:
+            spec = dataset_spec(self.dataset)
+        except ValueError as err:
+            raise ConfigError(f"TrainConfig.dataset: {err}") from None
+        check_dataset_options(self.dataset, self.dataset_options)
         for name, kind in (("limits", Limits), ("model", ModelConfig)):
             if isinstance(getattr(self, name), dict):
                 setattr(self, name, from_dict(kind, getattr(self, name), f"TrainConfig.{name}"))
+        for name in ("train", "val", "test"):
+            limit = getattr(self.limits, name)
+            if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+                raise ConfigError(f"TrainConfig.limits.{name}={limit!r}: expected None (the whole split) or an "
+                                  "int >= 0")
         if self.lift is None or isinstance(self.lift, dict):
             self.lift = from_dict(LiftConfig, {**spec.lift, **(self.lift or {})}, "TrainConfig.lift")
         if self.edge_text is None:
@@ -132,9 +181,15 @@ class TrainConfig:
         for name in ("batch_size", "eval_batch_size", "checkpoint_every", "max_txt_len", "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"TrainConfig.{name}={getattr(self, name)!r}: expected a positive int")
-        for name in ("epochs", "patience", "lr", "lora_lr", "weight_decay", "warmup_ratio", "max_grad_norm"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"TrainConfig.{name}={getattr(self, name)!r}: expected a non-negative number")
+        for name in ("epochs", "patience", "lr", "lora_lr", "weight_decay", "max_grad_norm"):
+            check_number(f"TrainConfig.{name}", getattr(self, name))
+        check_number("TrainConfig.warmup_ratio", self.warmup_ratio, most=1)  # a fraction of the steps
+        if not isinstance(self.adam_betas, (list, tuple)) or len(self.adam_betas) != 2:
+            raise ConfigError(f"TrainConfig.adam_betas={self.adam_betas!r}: expected two numbers in [0, 1)")
+        for i, beta in enumerate(self.adam_betas):
+            check_number(f"TrainConfig.adam_betas[{i}]", beta, below=1)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < SEED_RANGE:
+            raise ConfigError(f"TrainConfig.seed={self.seed!r}: expected an int in [0, 2**32)")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
@@ -144,3 +199,22 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def parse_train_config(text: str, where: str, overrides: list[str] | tuple[str, ...] = ()) -> TrainConfig:
+    """The config in the JSON `text` (read from `where`) with `key=value` overrides (`--set`): JSON that is not
+    valid, not an object or gives a key twice, and every field `TrainConfig.from_dict` refuses, is a ConfigError
+    that names `where` (and the overrides, when there are some) and the field."""
+    source = where + (f" with --set {' '.join(overrides)}" if overrides else "")
+    try:
+        return TrainConfig.from_dict(merge(loads_config(text, where), parse_overrides(list(overrides))))
+    except ConfigError as err:
+        message = str(err)
+        raise ConfigError(message if message.startswith(where) else f"{source}: {message}") from None
+    except ValueError as err:  # the nested configs' own checks (`ModelConfig`, `LiftConfig`)
+        raise ConfigError(f"{source}: {err}") from None
+
+
+def read_train_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> TrainConfig:
+    """`parse_train_config` of a JSON file (`python -m toporag_lib.training --config`)."""
+    return parse_train_config(Path(path).read_text(), str(path), overrides)

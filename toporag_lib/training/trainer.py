@@ -182,7 +182,11 @@ def check_resumable(saved: dict[str, Any], current: dict[str, Any], folder: Path
 
 
 def check_inputs_exist(config: TrainConfig) -> None:
-    """The LLM and sentence-encoder folders the config names are what they should be (named errors, no loading)."""
+    """The device the config names is there, and the LLM and sentence-encoder folders it names are what they should
+    be (named errors, no loading)."""
+    if config.device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"TrainConfig.device={config.device!r}: torch sees no CUDA device on this machine; run it "
+                         "where there is one, or with device 'cpu' (--set device=cpu)")
     if config.llm_path is not None:
         check_model_dir(Path(config.llm_path))
     if config.encoder_path is not None:
