@@ -56,7 +56,7 @@ def run_main(tmp_path: Path, text: str, *sets: str) -> Path:
     ('{"dataset": "wikidata"}', (), r"TrainConfig\.dataset: unknown dataset 'wikidata'"),
 ])
 def test_a_bad_value_is_refused_by_file_and_field_before_any_work(tmp_path, monkeypatch, text, sets, field):
-    monkeypatch.setattr(command_line, "run", lambda *args: pytest.fail("the run started with this config"))
+    monkeypatch.setattr(command_line, "Trainer", lambda *args: pytest.fail("the run started with this config"))
     with pytest.raises(ConfigError, match=re.escape(str(tmp_path / "my_config.json")) + ".*" + field):
         run_main(tmp_path, text, *sets)
     assert not (tmp_path / "run").exists()  # no config.json, no checkpoint
