@@ -86,14 +86,25 @@ def test_missing_or_invalid_folder_is_a_clear_error(tmp_path):
 # -- prompt layout ------------------------------------------------------------------------------------------------
 
 
-def test_chat_template_puts_soft_tokens_inside_the_user_turn(tiny):
-    batch = tiny.build_batch(soft(), GRAPHS, QUESTIONS, ANSWERS)
+@pytest.mark.parametrize("question_first", [False, True])
+def test_chat_template_puts_soft_tokens_inside_the_user_turn(tiny_path, question_first):
+    llm = load_llm(tiny_path, dtype=torch.float32, question_first=question_first)
+    batch = llm.build_batch(soft(), GRAPHS, QUESTIONS, ANSWERS)
     for i, row in enumerate(batch.token_ids):
-        before, after = split_at_soft(tiny, row, batch.attention_mask[i])
+        before, after = split_at_soft(llm, row, batch.attention_mask[i])
         assert before == "<|im_start|>system\nYou are a tiny test model.<|im_end|>\n<|im_start|>user\n"
-        assert after == (f"{GRAPHS[i]}\n{QUESTIONS[i]}<|im_end|>\n<|im_start|>assistant\n"
-                         f"{ANSWERS[i]}<|im_end|>")
+        user = f"{QUESTIONS[i]}\n{GRAPHS[i]}" if question_first else f"{GRAPHS[i]}\n{QUESTIONS[i]}"
+        assert after == f"{user}<|im_end|>\n<|im_start|>assistant\n{ANSWERS[i]}<|im_end|>"
         assert (row == SOFT_TOKEN).sum() == 3
+
+
+def test_question_first_cuts_only_the_graph(tiny_path):
+    llm = load_llm(tiny_path, dtype=torch.float32, question_first=True)
+    cut = llm.build_batch(None, GRAPHS[:1], QUESTIONS[:1], max_txt_len=2)
+    graph_ids = llm.tokenizer(GRAPHS[0], add_special_tokens=False).input_ids
+    assert cut.token_ids.shape[1] == llm.build_batch(None, GRAPHS[:1], QUESTIONS[:1]).token_ids.shape[1] - (
+        len(graph_ids) - 2)
+    assert llm.tokenizer.decode(cut.token_ids[0]).startswith(llm.tokenizer.decode(llm.template.prefix) + QUESTIONS[0])
 
 
 def test_soft_tokens_enter_as_embeddings(tiny):
@@ -102,21 +113,6 @@ def test_soft_tokens_enter_as_embeddings(tiny):
     assert torch.equal(batch.inputs_embeds[batch.token_ids == SOFT_TOKEN], prompt.reshape(-1, HIDDEN))
     text = batch.token_ids != SOFT_TOKEN
     assert torch.equal(batch.inputs_embeds[text], tiny.embed(batch.token_ids[text]))
-
-
-def test_question_first_puts_the_question_before_the_graph_and_cuts_only_the_graph(tiny_path):
-    llm = load_llm(tiny_path, dtype=torch.float32, question_first=True)
-    batch = llm.build_batch(soft(), GRAPHS, QUESTIONS, ANSWERS)
-    for i, row in enumerate(batch.token_ids):
-        before, after = split_at_soft(llm, row, batch.attention_mask[i])
-        assert before == "<|im_start|>system\nYou are a tiny test model.<|im_end|>\n<|im_start|>user\n"
-        assert after == (f"{QUESTIONS[i]}\n{GRAPHS[i]}<|im_end|>\n<|im_start|>assistant\n"
-                         f"{ANSWERS[i]}<|im_end|>")
-    cut = llm.build_batch(None, GRAPHS[:1], QUESTIONS[:1], max_txt_len=2)
-    graph_ids = llm.tokenizer(GRAPHS[0], add_special_tokens=False).input_ids
-    assert cut.token_ids.shape[1] == llm.build_batch(None, GRAPHS[:1], QUESTIONS[:1]).token_ids.shape[1] - (
-        len(graph_ids) - 2)
-    assert llm.tokenizer.decode(cut.token_ids[0]).startswith(llm.tokenizer.decode(llm.template.prefix) + QUESTIONS[0])
 
 
 def test_system_prompt_is_configurable(tiny_path):
