@@ -77,6 +77,18 @@ def test_twin_accuracy_counts_pairs_both_right_for_both_readouts(twins):
         assert effect.loc[(readout, "loop", "twin"), "n"] == len(set(pairs))
 
 
+def test_probes_on_one_family_report_it_alone(data):
+    runs = probe.run_probes({"retrieved": data}, [0], ["cellular", "cellular w/o 2-cells"], families=["loop"],
+                            progress=False, epochs=1, hidden=8)
+    loops = data.questions("test", "loop")
+    assert set(runs.family) == {"loop"} and len(runs) == 2 * len(loops) > 0
+    table = probe.probe_table(runs)
+    assert set(table.family) == {"loop"} and (table.n == len(loops)).all()  # no "all" row that is loop alone
+    assert set(probe.paired_effect(runs).family) == {"loop"}
+    with pytest.raises(ValueError, match="loops"):
+        probe.run_probes({"retrieved": data}, [0], ["cellular"], families=["loops"], progress=False, epochs=1)
+
+
 def test_probe_rejects_an_unknown_readout():
     with pytest.raises(ValueError, match="readout"):
         probe.Probe("cellular", 8, 8, 2, readout="max")

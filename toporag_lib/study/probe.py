@@ -147,7 +147,7 @@ def _train_probe(data: ProbeData, variant: str, family: str, seed: int, epochs: 
     labels = torch.tensor([answers.index(a) if f == family else -1 for a, f in zip(data.answers, data.families)])
     seed_everything(seed)
     model = Probe(encoder, data.queries.shape[1], hidden, len(answers), readout)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
     train, test = data.questions("train", family), data.questions("test", family)
     rng = np.random.default_rng(seed)
 
@@ -178,13 +178,17 @@ def _train_job(job: tuple[str, str, str, int, str], options: dict) -> np.ndarray
 
 
 def run_probes(datasets: dict[str, ProbeData], seeds: list[int], variants: list[str] | None = None,
-               readouts: tuple[str, ...] = ("attention",), progress: bool = True, workers: int = 1,
-               **options) -> pd.DataFrame:
+               readouts: tuple[str, ...] = ("attention",), families: list[str] | None = None, progress: bool = True,
+               workers: int = 1, **options) -> pd.DataFrame:
     """One row per (input, readout, variant, seed, test question): whether it was answered right (one probe per
-    family), with the question's twin pair id. `workers` > 1 trains that many probes at once in forked processes
-    (one torch thread each; every probe is seeded, so the rows do not depend on `workers`)."""
+    family, of `families`; None: every family), with the question's twin pair id. `workers` > 1 trains that many
+    probes at once in forked processes (one torch thread each; every probe is seeded, so the rows do not depend on
+    `workers`)."""
+    unknown = sorted(set(families or ()) - set(ANSWERS))
+    if unknown:
+        raise ValueError(f"families={unknown}: expected some of {list(ANSWERS)}")
     jobs = [(source, readout, variant, seed, family) for source in datasets for readout in readouts
-            for variant in (variants or list(VARIANTS)) for seed in seeds for family in ANSWERS]
+            for variant in (variants or list(VARIANTS)) for seed in seeds for family in (families or ANSWERS)]
     _SHARED.clear()
     _SHARED.update(datasets)
     try:
@@ -219,11 +223,12 @@ def probe_table(runs: pd.DataFrame) -> pd.DataFrame:
     n questions; for families with twins, twin accuracy (mean over seeds, its std) and n pairs."""
     keys = [*RUN_KEYS, "family"]
     per_seed = runs.groupby([*keys, "seed"]).correct.mean().reset_index()
-    overall = runs.groupby([*RUN_KEYS, "seed"]).correct.mean().reset_index().assign(family="all")
+    mixed = runs[runs.groupby(RUN_KEYS).family.transform("nunique") > 1]  # "all" only where several families ran
+    overall = mixed.groupby([*RUN_KEYS, "seed"]).correct.mean().reset_index().assign(family="all")
     grouped = pd.concat([per_seed, overall], ignore_index=True).groupby(keys, sort=False).correct
     table = pd.DataFrame({"accuracy": grouped.mean(), "std": grouped.std(), "seeds": grouped.size()}).reset_index()
-    sizes = runs.drop_duplicates(["input", "question"]).groupby(["input", "family"]).size()
-    table["n"] = [sizes[i].sum() if f == "all" else sizes[(i, f)] for i, f in zip(table.input, table.family)]
+    questions = pd.concat([runs, mixed.assign(family="all")]).drop_duplicates([*keys, "question"])
+    table = table.merge(questions.groupby(keys).size().rename("n").reset_index(), on=keys)
     twins = _twin_rows(runs, [*keys, "seed"])
     if len(twins):
         twin_seed = twins.groupby([*keys, "seed"]).both.mean().groupby(keys)
@@ -244,7 +249,8 @@ def paired_effect(runs: pd.DataFrame, with_variant: str = "cellular",
         mean = part.groupby(["variant", "question"]).correct.mean().unstack(0)
         family = part.drop_duplicates("question").set_index("question").family
         diff = mean[with_variant] - mean[without_variant]
-        for name, d in [("all", diff)] + [(f, diff[family[diff.index] == f]) for f in family.unique()]:
+        overall = [("all", diff)] if family.nunique() > 1 else []
+        for name, d in overall + [(f, diff[family[diff.index] == f]) for f in family.unique()]:
             rows.append({"input": source, "readout": readout, "family": name, "measure": "accuracy",
                          **mean_difference(d.to_numpy())})
         twins = _twin_rows(part, ["variant", "family", "seed"])

@@ -16,12 +16,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from toporag_lib.settings import merge
+from toporag_lib.data.testbed.vocabulary import ANSWERS
 from toporag_lib.study.experiments import ABLATIONS, TABLE1_METHODS
+from toporag_lib.study.probe import VARIANTS
 from toporag_lib.training.train_config import PAPER_SETTINGS
 
 FULL_SPLITS = {"train": None, "val": None, "test": None}
 SEEDS = [42, 43, 44]
 ABLATION_NAMES = list(ABLATIONS)
+# Notebook 05's LLM-free probe on every family with every encoder and readout (cpu-quick: the other encoders and the
+# mean readout on loop questions only). Each entry: [readout, variants, families].
+FULL_PROBE_PLAN = [[readout, variants, list(ANSWERS)] for readout, variants in
+                   (("attention", list(VARIANTS)), ("mean", ["cellular", "cellular w/o 2-cells"]))]
 
 
 @dataclass(frozen=True)
@@ -52,9 +58,9 @@ def gpu_training() -> dict[str, Any]:
 
 
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
-    # The default: every notebook on this kind of 2-core CPU with the bundled small models (about 30 minutes). Its
+    # The default: every notebook on this kind of 2-core CPU with the bundled small models (under 30 minutes). Its
     # time goes where numbers have power: retrieval over the testbed's full test split and the LLM-free probe over
-    # five seeds; LLM runs only on ExplaGraphs subsets, to show the pipeline (full-split LLM runs: `long_runs`).
+    # three seeds; LLM runs only on ExplaGraphs subsets, to show the pipeline (full-split LLM runs: `long_runs`).
     "cpu-quick": {},
     # Full splits for 04 with every Table 1 method (an ExplaGraphs epoch with SmolLM2 takes about 17-30 minutes per
     # method; the same runs one epoch each: `long_runs --suite table1`), every variant of 05
@@ -71,7 +77,8 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
                                      "epochs": 2, "select_by": "val_score", "seeds": SEEDS, "retrieval_images": 300,
                                      "ablations": ABLATION_NAMES, "probe_inputs": ["retrieved", "whole graph"],
                                      "cycle_bases": ["BFS", "DFS", "random", "minimum basis"],
-                                     "layer_values": [2, 3, 4, 5], "k2_values": [0, 1, 2, 3]},
+                                     "layer_values": [2, 3, 4, 5], "k2_values": [0, 1, 2, 3],
+                                     "probe_seeds": [0, 1, 2, 3, 4], "probe_plan": FULL_PROBE_PLAN},
         "06_efficiency": {"warmup": 3, "steps": 30, "memory_steps": 3, "preprocess_questions": None, "repeats": 7,
                           "queries": 10, "sizes": [10, 30, 100, 300, 1000, 1370, 3000, 10000, 30000]},
     },

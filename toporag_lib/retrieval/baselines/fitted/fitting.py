@@ -101,7 +101,7 @@ def fit(config: RetrievalConfig, questions: Sequence[GraphQuestion]) -> FittedRe
     with torch.random.fork_rng(), one_torch_thread():
         torch.manual_seed(config.fit_seed)
         model = kind.from_config(dim, config)
-        optimizer = torch.optim.Adam(model.parameters(), lr=config.fit_lr)
+        optimizer = torch.optim.Adam(model.parameters(), lr=config.fit_lr, foreach=True)  # as single-tensor, faster
         model.train()
         for epoch in range(config.fit_epochs):
             for k in np.random.default_rng([config.fit_seed, epoch]).permutation(len(targets)):
