@@ -40,13 +40,14 @@ def test_the_testbed_search_runs_on_version_3_with_and_without_2cells_at_its_ret
         assert config.to_dict() | {"retrieval": {}} == with_cells[key].to_dict() | {"retrieval": {}}
 
 
-def test_question_first_changes_only_the_prompt_layout_and_keeps_the_other_jobs_digests():
+def test_question_first_changes_only_the_prompt_layout_and_the_cut_and_keeps_the_other_jobs_digests():
     first = {job.ablation: job for job in recipe_search.jobs() if job.question_first}
     for ablation, job in first.items():
         plain = recipe_search.Job(job.recipe, dataset=job.dataset, ablation=ablation, version=job.version)
-        assert plain in recipe_search.jobs() and "question first" in job.name
+        assert plain in recipe_search.jobs() and "question first" in job.name and "up to 1024 tokens" in job.name
         changed, base = job.config().to_dict(), plain.config().to_dict()
         assert changed["model"].pop("question_first") is True and base["model"].pop("question_first") is False
+        assert (changed.pop("max_txt_len"), base.pop("max_txt_len")) == (1024, 512)
         assert changed == base
     assert len(first) == 2
 
