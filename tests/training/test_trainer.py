@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from tiny_models import CHATML, make_tiny_model
@@ -16,7 +17,7 @@ from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.settings import ConfigError, parse_overrides
 from toporag_lib.training import trainer as trainer_module
 from toporag_lib.training.train_config import TrainConfig
-from toporag_lib.training.trainer import Trainer, run
+from toporag_lib.training.trainer import Trainer, run, run_to_end, texts_cut
 
 
 @pytest.fixture(scope="module")
@@ -336,3 +337,16 @@ def test_every_resume_checks_the_checkpoints_own_config(tiny_llm, tiny_encoder_p
     trainer = Trainer(config(tiny_llm, tiny_encoder_path, epochs=1), ours, progress=False)
     with pytest.raises(ValueError, match=r"different config \(lr\)"):
         trainer.resume()
+
+
+def test_the_share_of_graph_texts_cut_at_max_txt_len_is_counted_and_recorded(tiny_llm, tiny_encoder_path, tmp_path):
+    with Trainer(config(tiny_llm, tiny_encoder_path, epochs=1), tmp_path, progress=False) as trainer:
+        lengths = {split: trainer.model.llm.n_tokens([e.text for e in part])
+                   for split, part in trainer.examples.items()}
+        assert trainer.texts_cut == {split: 1.0 for split in lengths}  # every text is longer than 48 tiny tokens
+        metrics = run_to_end(trainer)
+    assert metrics["texts_cut"] == 1.0
+    middle = int(np.median(lengths["train"]))
+    shares = texts_cut(trainer.examples, trainer.model.llm.n_tokens, middle)
+    assert shares == {split: np.mean([n > middle for n in counts]) for split, counts in lengths.items()}
+    assert 0 < shares["train"] < 1

@@ -145,7 +145,7 @@ def one_answer_share(predictions: list[dict[str, Any]], family: str | None = Non
 def search_table(ledger: Path | None = None) -> pd.DataFrame:
     """One row per recorded search run: recipe, validation score, the selected and the last epoch, the share of the
     most common answer (overall and on loop questions), and on the testbed the accuracy per family and the loop
-    family's twin accuracy (nan where a run has none)."""
+    family's twin accuracy, and the share of validation graph texts cut at `max_txt_len` (nan where a run has none)."""
     rows = []
     for record in read_ledger(ledger or ledger_dir()):  # each checked against its validation predictions
         metrics, config, predictions = record["metrics"], record["config"], record["predictions"]
@@ -160,6 +160,7 @@ def search_table(ledger: Path | None = None) -> pd.DataFrame:
                      **{f"acc_{family}": per_family.get(family, float("nan")) for family in ("attribute", "path", "loop")},
                      "twin_loop": metrics.get("twin", {}).get("loop", float("nan")),
                      "closed": metrics.get("closed", {}).get("score", float("nan")),
+                     "texts_cut": metrics.get("texts_cut", float("nan")),  # recorded since the 1024-token jobs
                      "minutes_per_epoch": metrics.get("minutes_per_epoch")})
     return pd.DataFrame(rows)
 

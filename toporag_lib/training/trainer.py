@@ -24,6 +24,7 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +203,14 @@ def check_enough_examples(examples: dict[str, list[Example]], config: TrainConfi
                          f"limits={config.limits} (were they all dropped?): nothing to learn or score")
 
 
+def texts_cut(examples: dict[str, list[Example]], count_tokens: Callable[[list[str]], list[int]],
+              max_txt_len: int) -> dict[str, float]:
+    """Per split, the share of graph texts longer than `max_txt_len` tokens, whose end the LLM never reads (on the
+    testbed the cycle table stands there)."""
+    return {split: float(np.mean([n > max_txt_len for n in count_tokens([e.text for e in part])]))
+            for split, part in examples.items() if part}
+
+
 class Trainer:
     """One run: build, train with checkpoints and early stopping, evaluate the best weights on test."""
 
@@ -232,6 +241,11 @@ class Trainer:
         check_enough_examples(self.examples, config)
         self.model = build_model(config.engine, config.model, in_dim, llm_path=config.llm_path,
                                  llm_dtype=config.llm_dtype, device=self.device, seed=config.seed)
+        count_tokens = getattr(getattr(self.model, "llm", None), "n_tokens", None)  # None: the PyG engine's own LLM
+        self.texts_cut = texts_cut(self.examples, count_tokens, config.max_txt_len) if count_tokens else {}
+        if self.progress and any(self.texts_cut.values()):
+            shares = ", ".join(f"{split} {share:.0%}" for split, share in self.texts_cut.items())
+            print(f"graph texts cut at max_txt_len={config.max_txt_len} tokens: {shares}", flush=True)
         self.steps_per_epoch = math.ceil(len(self.examples["train"]) / config.batch_size)
         groups = self.model.parameter_groups(config.lr, config.lora_lr, config.weight_decay)
         self.optimizer, self.scheduler = (make_optimizer(groups, config, self.steps_per_epoch * config.epochs)
@@ -369,6 +383,8 @@ class Trainer:
         metrics = {**split_metrics(self.config.dataset, split, records),
                    **training_metrics(self.state["history"], self.state.get("best_epoch"), self.config.select_by,
                                       self.state["epoch"], self.steps_per_epoch)}
+        if split in self.texts_cut:
+            metrics["texts_cut"] = self.texts_cut[split]
         write_split_results(self.out, split, records, metrics)
         write_history(self.out, self.state["history"])
         return metrics
