@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from explorer_ledger import write_ledger
-from toporag_lib.study.explorer import Explorer, pair_sections
+from toporag_lib.study.explorer import Explorer
+from toporag_lib.study.explorer_sections import pair_sections
 from toporag_lib.study.explorer_page import write_page
 
 pytestmark = pytest.mark.browser

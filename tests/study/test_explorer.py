@@ -14,7 +14,8 @@ import torch
 
 from explorer_ledger import SCENES, WRONG, rule, write_ledger, write_record
 from toporag_lib.data import load_dataset
-from toporag_lib.study.explorer import Explorer, ExplorerError, dataset_key, pair_sections
+from toporag_lib.study.explorer import Explorer, ExplorerError, dataset_key
+from toporag_lib.study.explorer_sections import pair_sections
 from toporag_lib.study.explorer_page import anchor, question_html, write_page
 from toporag_lib.topology.batching import ComplexData
 from toporag_lib.training.record_check import RecordError

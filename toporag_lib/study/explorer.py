@@ -36,16 +36,11 @@ from toporag_lib.data.registry import correct_for, load_dataset
 from toporag_lib.retrieval.retrieval_config import FITTED_METHODS
 from toporag_lib.retrieval.subcomplex import Subcomplex
 from toporag_lib.study.floors_and_evidence import CYCLE_FAMILIES
+from toporag_lib.study.method_reads import retrieval_words, soft_prompt_of, user_turn
 from toporag_lib.study.superseded import superseded
 from toporag_lib.topology.complex import CellComplex
 from toporag_lib.training.ledger import read_ledger, with_later_keys
 from toporag_lib.training.train_config import TrainConfig
-
-# The pairs whose disagreements the static page shows first: TopoRAG against G-Retriever, both LoRA-tuned, and
-# TopoRAG against its ablation without 2-cells (frozen and LoRA-tuned), then the frozen pair the cpu-quick runs have.
-CORE_PAIRS = [("TopoRAG + LoRA", "G-Retriever + LoRA"), ("TopoRAG", "TopoRAG w/o CRL (no 2-cells)"),
-              ("TopoRAG + LoRA", "TopoRAG + LoRA w/o CRL (no 2-cells)"), ("TopoRAG", "G-Retriever")]
-
 
 class ExplorerError(ValueError):
     """A question or run the explorer cannot show; the message says why."""
@@ -190,30 +185,6 @@ def _retrieval_key(config: TrainConfig) -> str:
     if config.retrieval.method in FITTED_METHODS:  # fitted on the run's own training questions
         key |= {"limits": vars(config.limits), "seed": config.seed}
     return json.dumps(key, sort_keys=True, default=str)
-
-
-def soft_prompt_of(config: TrainConfig) -> str:
-    """What the run's model puts before the text as embeddings, in words."""
-    model = config.model
-    if model.encoder:
-        tokens = model.num_soft_tokens
-        return f"{tokens} soft token{'s' * (tokens != 1)} from the {model.encoder} encoder of the retrieved subcomplex"
-    if model.virtual_tokens:
-        return f"{model.virtual_tokens} trained virtual tokens (prompt tuning)"
-    return ""
-
-
-def user_turn(config: TrainConfig, text: str, question: str) -> str:
-    """The user turn the run's LLM read (`generation.llm.LLM.build_batch`; PyG's own layout for engine "pyg")."""
-    if config.engine == "pyg":
-        return f"{text} -  - {question}"
-    return f"{question}\n{text}" if config.model.question_first else f"{text}\n{question}"
-
-
-def _retrieval_words(config: TrainConfig) -> str:
-    reads = config.retrieval.reads()
-    params = ", ".join(f"{k}={v}" for k, v in reads.items() if k != "method")
-    return f"{reads['method']} ({params})" if params else reads["method"]
 
 
 class Explorer:
@@ -417,14 +388,14 @@ class Explorer:
             config = members[0].train_config
             labels = tuple(r.label for r in members)
             if config.retrieval.method in FITTED_METHODS and not self.fit_retrievers:
-                out.append(MethodInput(labels, _retrieval_words(config), soft_prompt_of(config), None, None, "",
+                out.append(MethodInput(labels, retrieval_words(config), soft_prompt_of(config), None, None, "",
                                        self.dataset(dataset)[index].question + config.question_suffix, "",
                                        f"{config.retrieval.method} is fitted on the run's whole training split "
                                        f"first (minutes): not recomputed here (Explorer(fit_retrievers=True) does)"))
                 continue
             sub, cc, text, question = self._input(key, config, dataset, index)
             read, tokens, note = self._as_read(config, text)
-            out.append(MethodInput(labels, _retrieval_words(config), soft_prompt_of(config), sub, cc, text, question,
+            out.append(MethodInput(labels, retrieval_words(config), soft_prompt_of(config), sub, cc, text, question,
                                    user_turn(config, read, question), note, tokens))
         return out
 
@@ -482,65 +453,3 @@ class Explorer:
             sub = retriever.retrieve(*prepared.question(position))
             self._inputs[(key, index)] = (sub, prepared.complex_of(position), example.text, example.question)
         return self._inputs[(key, index)]
-
-
-# -- what the static page shows ------------------------------------------------------------------------------------
-
-@dataclass
-class PairSection:
-    """Two runs on one question set: how often each was right where the other was wrong, and the questions shown."""
-
-    dataset: str
-    setting: str
-    a: Run
-    b: Run
-    both: int  # test questions both answered
-    a_right: list[int]  # a right, b wrong
-    b_right: list[int]  # b right, a wrong
-    shown: list[int]  # the ones the page draws
-
-
-def pair_sections(explorer: Explorer, pairs: Sequence[tuple[str, str]] = tuple(CORE_PAIRS), per_pair: int = 6,
-                  seed: int = 0) -> list[PairSection]:
-    """For every question set, setting (limits) and pair of names (`CORE_PAIRS`) that the ledger has standing runs
-    of with a common seed (`Explorer.pair`): the disagreements, and up to `per_pair` of them to draw, half where each
-    run was right (drawn with `seed`)."""
-    rng = np.random.default_rng(seed)
-    sections = []
-    for dataset in explorer.datasets():
-        settings = sorted({r.setting for r in explorer.runs_of(dataset)}, key=lambda s: (s != "full splits", s))
-        for setting in settings:
-            for a_name, b_name in pairs:
-                runs = explorer.pair(dataset, a_name, b_name, setting)
-                if runs is None:
-                    continue
-                a, b = runs
-                where = explorer.disagreements(dataset, a, b)
-                a_right = [i for i in where if explorer.correct(dataset, a.predictions[i])]
-                b_right = [i for i in where if i not in set(a_right)]
-                take_a = min(len(a_right), max(per_pair - min(len(b_right), per_pair // 2), 0))
-                take_b = min(len(b_right), per_pair - take_a)
-                shown = sorted([*_sample(rng, a_right, take_a), *_sample(rng, b_right, take_b)])
-                sections.append(PairSection(dataset, setting, a, b, len(a.predictions.keys() & b.predictions),
-                                            a_right, b_right, shown))
-    return sections
-
-
-def _sample(rng: np.random.Generator, items: list[int], n: int) -> list[int]:
-    return [items[k] for k in sorted(rng.choice(len(items), size=n, replace=False))] if n else []
-
-
-def sample_rest(explorer: Explorer, sections: Sequence[PairSection], per_dataset: int = 2,
-                seed: int = 0) -> dict[str, tuple[list[int], tuple[Run, ...]]]:
-    """Per question set: `per_dataset` test questions that no section draws (drawn with `seed`), among those that the
-    runs of its first section both answered, and those runs (all test questions and no runs without a section)."""
-    rng = np.random.default_rng(seed)
-    shown = {(s.dataset, i) for s in sections for i in s.shown}
-    out = {}
-    for dataset in explorer.datasets():
-        first = next((s for s in sections if s.dataset == dataset), None)
-        runs = (first.a, first.b) if first else ()
-        pool = sorted(first.a.predictions.keys() & first.b.predictions) if first else explorer.test_questions(dataset)
-        rest = [i for i in pool if (dataset, i) not in shown]
-        out[dataset] = (sorted(_sample(rng, rest, min(per_dataset, len(rest)))), runs)
-    return out

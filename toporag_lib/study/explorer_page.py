@@ -19,15 +19,8 @@ from pathlib import Path
 import matplotlib
 
 from toporag_lib import atomic
-from toporag_lib.study.explorer import (
-    Explorer,
-    PairSection,
-    QuestionView,
-    one_line,
-    pair_sections,
-    question_line,
-    sample_rest,
-)
+from toporag_lib.study.explorer import Explorer, QuestionView, one_line, question_line
+from toporag_lib.study.explorer_sections import PairSection, pair_sections, sample_rest
 
 PANEL = (3.6, 3.2)  # inches per panel
 DPI = 72  # enough for the node texts; keeps a figure at tens of kB

@@ -7,7 +7,8 @@ block the static page holds. Only wiring: the data come from `study.explorer`, t
 
 from __future__ import annotations
 
-from toporag_lib.study.explorer import CORE_PAIRS, Explorer, ExplorerError
+from toporag_lib.study.explorer import Explorer, ExplorerError
+from toporag_lib.study.explorer_sections import CORE_PAIRS
 from toporag_lib.study.explorer_page import STYLE, question_html
 
 ALL, DISAGREE = "all test questions", "where A and B disagree"
@@ -16,7 +17,8 @@ DPI = 100  # sharper than the static page's figures, which are kept small
 
 
 def _default_pair(explorer: Explorer, dataset: str) -> tuple[str | None, str | None]:
-    """The run ids of the first core pair the question set has (`explorer.CORE_PAIRS`), else its first two runs."""
+    """The run ids of the first core pair the question set has (`explorer_sections.CORE_PAIRS`), else its first two
+    runs."""
     for a, b in CORE_PAIRS:
         if (pair := explorer.pair(dataset, a, b)) is not None:
             return pair[0].run_id, pair[1].run_id
