@@ -40,7 +40,7 @@ def test_the_testbed_search_runs_on_version_3_with_and_without_2cells_at_its_ret
         assert config.to_dict() | {"retrieval": {}} == with_cells[key].to_dict() | {"retrieval": {}}
 
 
-def test_question_first_changes_only_the_prompt_layout_and_the_cut_and_keeps_the_other_jobs_digests():
+def test_question_first_changes_only_the_layout_the_cut_and_the_dtype_and_keeps_the_other_jobs_digests():
     first = {job.ablation: job for job in recipe_search.jobs() if job.question_first}
     for ablation, job in first.items():
         plain = recipe_search.Job(job.recipe, dataset=job.dataset, ablation=ablation, version=job.version)
@@ -48,6 +48,7 @@ def test_question_first_changes_only_the_prompt_layout_and_the_cut_and_keeps_the
         changed, base = job.config().to_dict(), plain.config().to_dict()
         assert changed["model"].pop("question_first") is True and base["model"].pop("question_first") is False
         assert (changed.pop("max_txt_len"), base.pop("max_txt_len")) == (1024, 512)
+        assert changed.pop("llm_dtype") == "float32" and base.pop("llm_dtype") in ("float32", "bfloat16")
         assert changed == base
     assert len(first) == 2
 
