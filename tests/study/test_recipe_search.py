@@ -6,8 +6,10 @@ import json
 
 from tiny_models import CHATML, make_tiny_model
 
+from toporag_lib import hardware
 from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.study import recipe_search
+from toporag_lib.study.experiments import config_digest
 from toporag_lib.training.ledger import RECORD
 from toporag_lib.training.run_files import read_predictions
 from toporag_lib.training.train_config import TrainConfig
@@ -73,3 +75,10 @@ def test_a_search_run_is_scored_on_validation_and_never_writes_test_predictions(
 
 def test_one_answer_share_counts_the_most_common_answer():
     assert recipe_search.one_answer_share([{"pred": "Yes"}, {"pred": "yes "}, {"pred": "no"}]) == 2 / 3
+
+
+def test_a_jobs_digest_does_not_depend_on_the_machine(monkeypatch):
+    here = [config_digest(job.config()) for job in recipe_search.jobs()]
+    for native in (True, False):  # "auto" would resolve to bfloat16 on one CPU and float32 on the other
+        monkeypatch.setattr(hardware, "cpu_has_native_bf16", lambda native=native: native)
+        assert [config_digest(job.config()) for job in recipe_search.jobs()] == here

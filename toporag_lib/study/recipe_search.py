@@ -78,7 +78,7 @@ class Job:
     version: int | None = None  # the testbed version (`dataset_options`)
     question_first: bool = False  # the prompt layout (`ModelConfig.question_first`)
     max_txt_len: int | None = None  # the graph text's cut in LLM tokens (None: `TrainConfig`'s, 512)
-    llm_dtype: str | None = None  # named, not "auto" (None: "auto", resolved on the machine that builds the config)
+    llm_dtype: str = "bfloat16"  # named, never "auto", whose resolution depends on the machine (and so the digest)
 
     @property
     def name(self) -> str:
@@ -86,7 +86,7 @@ class Job:
                                             self.recipe, f"version {self.version}" if self.version else "",
                                             "question first" if self.question_first else "",
                                             f"graph text up to {self.max_txt_len} tokens" if self.max_txt_len else "",
-                                            self.llm_dtype or "")
+                                            "" if self.llm_dtype == "bfloat16" else self.llm_dtype)
                           if part)
 
     def config(self) -> TrainConfig:
@@ -97,8 +97,7 @@ class Job:
             change = merge(change, {"model": {"question_first": True}})
         if self.max_txt_len is not None:
             change["max_txt_len"] = self.max_txt_len
-        if self.llm_dtype is not None:
-            change["llm_dtype"] = self.llm_dtype
+        change["llm_dtype"] = self.llm_dtype
         return variant_config(self.method, self.dataset, change, seed=self.seed)
 
 
