@@ -60,7 +60,7 @@ def gpu_training() -> dict[str, Any]:
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # The default: every notebook on this kind of 2-core CPU with the bundled small models (under 30 minutes). Its
     # time goes where numbers have power: retrieval over the testbed's full test split and the LLM-free probe over
-    # three seeds; LLM runs only on ExplaGraphs subsets, to show the pipeline (full-split LLM runs: `long_runs`).
+    # five seeds; LLM runs only on ExplaGraphs subsets, to show the pipeline (full-split LLM runs: `long_runs`).
     "cpu-quick": {},
     # Full splits for 04 with every Table 1 method (an ExplaGraphs epoch with SmolLM2 takes about 17-30 minutes per
     # method; the same runs one epoch each: `long_runs --suite table1`), every variant of 05
@@ -78,7 +78,7 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
                                      "ablations": ABLATION_NAMES, "probe_inputs": ["retrieved", "whole graph"],
                                      "cycle_bases": ["BFS", "DFS", "random", "minimum basis"],
                                      "layer_values": [2, 3, 4, 5], "k2_values": [0, 1, 2, 3],
-                                     "probe_seeds": [0, 1, 2, 3, 4], "probe_plan": FULL_PROBE_PLAN},
+                                     "probe_plan": FULL_PROBE_PLAN},
         "06_efficiency": {"warmup": 3, "steps": 30, "memory_steps": 3, "preprocess_questions": None, "repeats": 7,
                           "queries": 10, "sizes": [10, 30, 100, 300, 1000, 1370, 3000, 10000, 30000]},
     },
