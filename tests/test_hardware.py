@@ -8,9 +8,14 @@ from toporag_lib import hardware
 from toporag_lib.training.train_config import TrainConfig
 
 
-@pytest.mark.parametrize(("native", "expected"), [(True, "bfloat16"), (False, "float32")])
-def test_auto_takes_bf16_only_where_the_cpu_computes_it(monkeypatch, native, expected):
+@pytest.mark.parametrize(("native", "amx", "expected"),
+                         [(True, True, "bfloat16"), (True, False, "float32"), (False, False, "float32")])
+def test_auto_takes_bf16_only_where_the_cpu_has_amx(monkeypatch, native, amx, expected):
+    import torch
+
     monkeypatch.setattr(hardware, "cpu_has_native_bf16", lambda: native)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    assert hardware.cpu_has_amx_bf16() == amx
     assert hardware.resolve_llm_dtype("auto", "cpu") == expected
     assert TrainConfig(llm_dtype="auto").llm_dtype == expected  # saved resolved: the record says what ran
     assert TrainConfig().llm_dtype == expected  # the default
@@ -37,8 +42,19 @@ def test_cuda_without_bf16_takes_float16(monkeypatch):
 
 def test_kernels_held_below_bf16_count_as_no_native_bf16(monkeypatch):
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
-    assert not hardware.cpu_has_native_bf16()
+    assert not hardware.cpu_has_native_bf16() and not hardware.cpu_has_amx_bf16()
     assert hardware.resolve_llm_dtype("auto") == "float32"
+
+
+def test_kernels_held_below_amx_take_float32(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)
+    monkeypatch.setattr(hardware, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_BF16")
+    assert not hardware.cpu_has_amx_bf16() and hardware.resolve_llm_dtype("auto") == "float32"
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_AMX")
+    assert hardware.cpu_has_amx_bf16() and hardware.resolve_llm_dtype("auto") == "bfloat16"
 
 
 def test_unknown_dtype_is_refused_by_name():

@@ -3,7 +3,11 @@ bfloat16 is native there; and the LLM dtype that `llm_dtype="auto"` resolves to.
 
 bfloat16 is native on CUDA devices that report it and on CPUs with AVX-512 BF16 or AMX, when torch's kernels may
 use them (`ATEN_CPU_CAPABILITY` and `ONEDNN_MAX_CPU_ISA` can forbid it). Elsewhere torch emulates it: on an AVX2
-CPU a bf16 matmul runs 10-15x slower than float32, so there `auto` takes float32 (`DESIGN.md`).
+CPU a bf16 matmul runs 10-15x slower than float32 (`DESIGN.md`). Native is not enough to be faster: on a Xeon with
+AVX-512 BF16 and no AMX (family 6, model 207) float32 took 0.60 of bfloat16's time for a frozen TopoRAG step on
+ExplaGraphs (notebook 06), 0.64 of its CPU time for a TopoRAG + LoRA step on the testbed and 0.89 per generated
+batch; the dot-product instructions help the matmuls and the conversions around them cost more. So on CPUs `auto`
+takes bfloat16 only with AMX tiles (its matrix unit), float32 otherwise; on CUDA, bfloat16 where supported.
 """
 
 from __future__ import annotations
@@ -56,9 +60,18 @@ def cpu_has_native_bf16() -> bool:
     return has_unit and cpu_capability().startswith("AVX512") and onednn_limit in BF16_ONEDNN_ISAS
 
 
+def cpu_has_amx_bf16() -> bool:
+    """Whether this CPU has AMX tiles for bf16 and oneDNN may use them (where bf16 beats float32 on a CPU)."""
+    import torch
+
+    onednn_limit = os.environ.get("ONEDNN_MAX_CPU_ISA", os.environ.get("DNNL_MAX_CPU_ISA", "ALL")).upper()
+    return cpu_has_native_bf16() and torch.cpu._is_amx_tile_supported() and (onednn_limit == "ALL"
+                                                                               or "AMX" in onednn_limit)
+
+
 def resolve_llm_dtype(name: str, device: str = "cpu") -> str:
-    """`name` itself, or for "auto": bfloat16 where `device` computes it natively, else float32 on CPUs and
-    float16 on CUDA devices without bf16."""
+    """`name` itself, or for "auto": on CUDA bfloat16 where supported, else float16; on CPUs bfloat16 with AMX,
+    else float32 (see the module docstring: without AMX, native bf16 was slower than float32)."""
     if name != AUTO:
         if name not in LLM_DTYPES:
             raise ValueError(f"llm_dtype={name!r}: expected one of {list(DTYPE_CHOICES)}")
@@ -67,7 +80,7 @@ def resolve_llm_dtype(name: str, device: str = "cpu") -> str:
         import torch
 
         return "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"
-    return "bfloat16" if cpu_has_native_bf16() else "float32"
+    return "bfloat16" if cpu_has_amx_bf16() else "float32"
 
 
 def describe(device: str = "cpu") -> str:

@@ -77,7 +77,7 @@ def check_model_dir(path: Path) -> None:
 def load_llm(path: str | Path | None = None, dtype: torch.dtype | str = "auto", device: str = "cpu",
              system_prompt: str | None = None, question_first: bool = False) -> LLM:
     """Load a local causal LM (None: the bundled SmolLM2) with every base weight frozen, in `dtype` (a torch dtype
-    or its name; "auto": bf16 where `device` computes it natively, else fp32 on CPUs, `hardware.resolve_llm_dtype`)."""
+    or its name; "auto": `hardware.resolve_llm_dtype`)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if isinstance(dtype, str):

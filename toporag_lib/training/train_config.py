@@ -122,7 +122,7 @@ class TrainConfig:
     preprocess: str = "local"  # where examples are made: "local", "dask" (a LocalCluster) or a Dask scheduler address
     model: ModelConfig = field(default_factory=ModelConfig)
     llm_path: str | None = None  # None: bundled SmolLM2-135M-Instruct
-    llm_dtype: str = "auto"  # "auto" (saved resolved): bf16 where the device computes it natively, else fp32 on CPUs
+    llm_dtype: str = "auto"  # "auto" (saved resolved): bf16 on CUDA and on CPUs with AMX, else fp32 (`hardware`)
     device: str = "cpu"
     epochs: int = 1
     batch_size: int = 4
