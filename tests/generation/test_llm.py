@@ -28,6 +28,7 @@ from toporag_lib.generation.llm import (
     load_llm,
     trainable_parameters,
 )
+from toporag_lib.hardware import resolve_llm_dtype
 
 
 @pytest.fixture(scope="module")
@@ -277,7 +278,7 @@ def test_optimising_only_the_soft_prompt_lowers_the_loss(tiny):
 
 
 def test_bf16_model_fp32_soft_prompt_gets_fp32_gradients(tiny_path):
-    llm = load_llm(tiny_path)  # bfloat16 by default
+    llm = load_llm(tiny_path, dtype="bfloat16")
     prompt = torch.nn.Parameter(soft())
     loss = llm.loss(prompt, GRAPHS, QUESTIONS, ANSWERS)
     loss.backward()
@@ -347,7 +348,7 @@ def test_bundled_smollm2_converts_loads_and_answers(tmp_path):
     converted = time.perf_counter()
     llm = load_llm(folder)
     loaded = time.perf_counter()
-    assert llm.hidden_size == 576 and llm.dtype == torch.bfloat16
+    assert llm.hidden_size == 576 and llm.dtype == getattr(torch, resolve_llm_dtype("auto"))  # the default
     for word in ("support", "counter"):
         assert len(llm.tokenizer(word, add_special_tokens=False).input_ids) == 1
     graph = "node_id,node_attr\n0,cannabis\n1,legal\n\nsrc,edge_attr,dst\n0,desires,1\n"

@@ -79,6 +79,7 @@ def test_run_methods_writes_the_same_outputs_as_our_trainer(tiny_llm, tiny_encod
     metrics = [json.loads((run / "metrics_test.json").read_text()) for run in (ours, pyg)]
     # PyG's GRetriever has no candidate scoring, so only our run has the closed-answer score (`evaluation.predict`)
     assert metrics[0].keys() - {"closed"} == metrics[1].keys() and metrics[1]["epochs_run"] == 1
+    assert 0 <= metrics[1]["texts_cut"] <= 1 and metrics[1]["texts_cut"] == metrics[0]["texts_cut"]  # one tokenizer
     assert list(pd.read_csv(pyg / "history.csv").columns) == HISTORY_COLUMNS
     records = [json.loads(line) for line in (pyg / "predictions_test.jsonl").read_text().splitlines()]
     assert len(records) == 2 and set(records[0]) == {"index", "question", "label", "pred", "family"}

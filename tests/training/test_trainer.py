@@ -341,12 +341,12 @@ def test_every_resume_checks_the_checkpoints_own_config(tiny_llm, tiny_encoder_p
 
 def test_the_share_of_graph_texts_cut_at_max_txt_len_is_counted_and_recorded(tiny_llm, tiny_encoder_path, tmp_path):
     with Trainer(config(tiny_llm, tiny_encoder_path, epochs=1), tmp_path, progress=False) as trainer:
-        lengths = {split: trainer.model.llm.n_tokens([e.text for e in part])
+        lengths = {split: trainer.model.n_tokens([e.text for e in part])
                    for split, part in trainer.examples.items()}
         assert trainer.texts_cut == {split: 1.0 for split in lengths}  # every text is longer than 48 tiny tokens
         metrics = run_to_end(trainer)
     assert metrics["texts_cut"] == 1.0
     middle = int(np.median(lengths["train"]))
-    shares = texts_cut(trainer.examples, trainer.model.llm.n_tokens, middle)
+    shares = texts_cut(trainer.examples, trainer.model.n_tokens, middle)
     assert shares == {split: np.mean([n > middle for n in counts]) for split, counts in lengths.items()}
     assert 0 < shares["train"] < 1

@@ -113,6 +113,10 @@ class PygGRetriever(nn.Module):
         return {"question": batch.questions, "additional_text_context": self.cut(batch.texts, max_txt_len),
                 "x": graphs.x0, "edge_index": edge_index, "edge_attr": graphs.x1[edge_id], "batch": graphs.batch}
 
+    def n_tokens(self, texts: list[str]) -> list[int]:
+        """Each graph text's length in the LLM's tokens (what `cut` counts)."""
+        return [len(i) for i in self.tokenizer(list(texts), add_special_tokens=False).input_ids]
+
     def cut(self, texts: list[str], max_txt_len: int) -> list[str]:
         """Each text cut to its first `max_txt_len` tokens (decoded back to text)."""
         ids = self.tokenizer(texts, add_special_tokens=False).input_ids

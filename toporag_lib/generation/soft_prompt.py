@@ -113,6 +113,10 @@ class TopoRAGModel(nn.Module):
             parts.append(self.virtual.unsqueeze(0).expand(len(batch), -1, -1))
         return torch.cat(parts, dim=1) if parts else None
 
+    def n_tokens(self, texts: list[str]) -> list[int]:
+        """Each graph text's length in the LLM's tokens (the text after the soft prompt, cut at `max_txt_len`)."""
+        return self.llm.n_tokens(texts)
+
     def loss(self, batch: ExampleBatch, max_txt_len: int = 512, max_answer_len: int = 32,
              reduction: str = "mean") -> Tensor:
         return self.llm.loss(self.soft_prompt(batch), batch.texts, batch.questions, batch.labels,

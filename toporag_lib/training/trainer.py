@@ -241,8 +241,7 @@ class Trainer:
         check_enough_examples(self.examples, config)
         self.model = build_model(config.engine, config.model, in_dim, llm_path=config.llm_path,
                                  llm_dtype=config.llm_dtype, device=self.device, seed=config.seed)
-        count_tokens = getattr(getattr(self.model, "llm", None), "n_tokens", None)  # None: the PyG engine's own LLM
-        self.texts_cut = texts_cut(self.examples, count_tokens, config.max_txt_len) if count_tokens else {}
+        self.texts_cut = texts_cut(self.examples, self.model.n_tokens, config.max_txt_len)
         if self.progress and any(self.texts_cut.values()):
             shares = ", ".join(f"{split} {share:.0%}" for split, share in self.texts_cut.items())
             print(f"graph texts cut at max_txt_len={config.max_txt_len} tokens: {shares}", flush=True)
