@@ -16,8 +16,9 @@ from toporag_lib.generation.inputs import collate
 from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.settings import ConfigError, parse_overrides
 from toporag_lib.training import trainer as trainer_module
+from toporag_lib.training.examples import texts_cut
 from toporag_lib.training.train_config import TrainConfig
-from toporag_lib.training.trainer import Trainer, run, run_to_end, texts_cut
+from toporag_lib.training.trainer import Trainer, run, run_to_end
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,9 @@ training step only runs the encoder and the LLM.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from tqdm.auto import tqdm
 
@@ -38,3 +40,11 @@ def build_examples(prepared: PreparedDataset, indices: Sequence[int], retriever:
             pair=sample.meta.get("pair", ""),
         ))
     return examples
+
+
+def texts_cut(examples: dict[str, list[Example]], count_tokens: Callable[[list[str]], list[int]],
+              max_txt_len: int) -> dict[str, float]:
+    """Per split, the share of graph texts longer than `max_txt_len` tokens, whose end the LLM never reads (on the
+    testbed the cycle table stands there)."""
+    return {split: float(np.mean([n > max_txt_len for n in count_tokens([e.text for e in part])]))
+            for split, part in examples.items() if part}

@@ -24,7 +24,6 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +52,7 @@ from toporag_lib.training.evaluation import (
     validation_loss,
     validation_score,
 )
-from toporag_lib.training.examples import build_examples
+from toporag_lib.training.examples import build_examples, texts_cut
 from toporag_lib.training.history import training_metrics, write_history
 from toporag_lib.training.ledger import EXECUTION_KEYS, with_later_keys
 from toporag_lib.training.preprocess import prepare
@@ -201,14 +200,6 @@ def check_enough_examples(examples: dict[str, list[Example]], config: TrainConfi
     if empty:
         raise ValueError(f"dataset {config.dataset!r} has no {' and no '.join(empty)} questions left under "
                          f"limits={config.limits} (were they all dropped?): nothing to learn or score")
-
-
-def texts_cut(examples: dict[str, list[Example]], count_tokens: Callable[[list[str]], list[int]],
-              max_txt_len: int) -> dict[str, float]:
-    """Per split, the share of graph texts longer than `max_txt_len` tokens, whose end the LLM never reads (on the
-    testbed the cycle table stands there)."""
-    return {split: float(np.mean([n > max_txt_len for n in count_tokens([e.text for e in part])]))
-            for split, part in examples.items() if part}
 
 
 class Trainer:
