@@ -119,9 +119,15 @@ TESTBED_JOBS = [Job(recipe, dataset="synthetic_scenes", ablation=ablation, versi
     for ablation in ("", "w/o CRL (no 2-cells)")]
 
 
+# Then the question-first layout on ExplaGraphs at its best recipe (0.725, question last), in float32: its question
+# ("Argument 1: ... Argument 2: ...") is most of what it asks, and its graph text is short (no cut at 512).
+LATER_JOBS = [Job(TESTBED_FIRST_RECIPE, question_first=True, llm_dtype="float32")]
+
+
 def jobs() -> list[Job]:
-    """Every recipe for TopoRAG + LoRA on ExplaGraphs, most informative first, then the testbed's."""
-    return [Job(recipe) for recipe in RECIPES] + TESTBED_JOBS
+    """Every recipe for TopoRAG + LoRA on ExplaGraphs, most informative first, then the testbed's, then later ones
+    (appended, so every job keeps its index)."""
+    return [Job(recipe) for recipe in RECIPES] + TESTBED_JOBS + LATER_JOBS
 
 
 def is_done(job: Job, ledger: Path | None = None) -> bool:
