@@ -6,7 +6,7 @@ import json
 
 from tiny_models import CHATML, make_tiny_model
 
-from toporag_lib import hardware
+from toporag_lib import atomic, hardware
 from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.study import recipe_search
 from toporag_lib.study.experiments import config_digest
@@ -86,3 +86,15 @@ def test_a_jobs_digest_does_not_depend_on_the_machine(monkeypatch):
     for native in (True, False):  # "auto" would resolve to bfloat16 on one CPU and float32 on the other
         monkeypatch.setattr(hardware, "cpu_has_native_bf16", lambda native=native: native)
         assert [config_digest(job.config()) for job in recipe_search.jobs()] == here
+
+
+def test_the_list_shows_where_an_unfinished_job_stands(tmp_path, monkeypatch):
+    monkeypatch.setattr(recipe_search, "runs_dir", lambda: tmp_path)
+    job = recipe_search.jobs()[10]
+    assert recipe_search.progress_line(job) == ""  # not started
+    run = tmp_path / job.dataset / config_digest(job.config())
+    run.mkdir(parents=True)
+    history = [{"epoch": 0, "step": 1, "loss": 1.0, "seconds": 2.0, "val_loss": None, "val_score": None},
+               {"epoch": 0, "step": None, "loss": None, "seconds": None, "val_loss": 0.9, "val_score": 0.5404}]
+    atomic.torch_save({"state": {"epoch": 1, "step": 50, "history": history}}, run / "checkpoint.pt")
+    assert recipe_search.progress_line(job) == "at epoch 2, step 50; validation by epoch 1: 0.540"

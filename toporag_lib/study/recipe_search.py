@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from toporag_lib import atomic
 from toporag_lib.paths import cache_dir, results_dir
 from toporag_lib.study import parked_runs
 from toporag_lib.settings import merge
@@ -147,6 +148,19 @@ def run_validation(config: TrainConfig, name: str, runs: Path, ledger: Path, pro
         return record_run(out, ledger, name, split=SPLIT)
 
 
+def progress_line(job: Job) -> str:
+    """Where an unfinished job's run stands (from its checkpoint in the run cache): the epoch and step it resumes
+    at, and the validation score of every epoch it finished; "" when it has not started."""
+    run = runs_dir() / job.dataset / config_digest(job.config())
+    epoch, step = parked_runs.progress(run)
+    if (epoch, step) == parked_runs.NONE:
+        return ""
+    history = atomic.torch_load(run / parked_runs.CHECKPOINT, weights_only=True)["state"]["history"]
+    scores = ", ".join(f"{h['epoch'] + 1}: {h['val_score']:.3f}" for h in history
+                       if h["step"] is None and h.get("val_score") is not None)
+    return f"at epoch {epoch + 1}, step {step}" + (f"; validation by epoch {scores}" if scores else "")
+
+
 def one_answer_share(predictions: list[dict[str, Any]], family: str | None = None) -> float:
     """The share of questions (of `family`, if given) given the most common answer (1.0: the run says one thing
     to everything)."""
@@ -191,7 +205,10 @@ def main(argv: list[str] | None = None) -> None:
     todo = jobs()
     if args.list:
         for i, job in enumerate(todo):
-            print(f"{i:2d}  {'done' if is_done(job) else 'todo'}  {job.name} on {job.dataset}, seed {job.seed}")
+            done = is_done(job)
+            where = "" if done else progress_line(job)
+            print(f"{i:2d}  {'done' if done else 'todo'}  {job.name} on {job.dataset}, seed {job.seed}"
+                  + (f"  ({where})" if where else ""))
         print(search_table().to_string(index=False))
         return
     which = f"--jobs {args.jobs}" if args.jobs else f"--shard {args.shard}"
