@@ -42,6 +42,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
@@ -62,6 +63,7 @@ from toporag_lib.embed import TextEncoder
 from toporag_lib.retrieval.retriever import ModelFreeRetriever
 from toporag_lib.topology.batching import ComplexData
 from toporag_lib.topology.lifting import lift
+from toporag_lib.training import data_parallel
 from toporag_lib.training.examples import Example, build_examples
 from toporag_lib.training.preprocess import PreparedDataset, prepare
 from toporag_lib.training.train_config import TrainConfig, check_preprocess
@@ -357,3 +359,23 @@ def _process_shard(job: ShardJob, shard: int) -> tuple[str, int]:
     payload = {"fingerprint": job.fingerprint, "shard": shard, "records": records}
     atomic.torch_save(payload, Path(job.out_dir) / shard_name(shard))
     return shard_name(shard), len(records)
+
+
+def sharded_examples(config: TrainConfig, indices: list[int], folder: Path,
+                     progress: bool) -> tuple[list[Example], int]:
+    """The samples at `indices` preprocessed on Dask into `folder` ("dask": a `LocalCluster` of one single-threaded
+    worker per core; else the scheduler at that address), read back in order; under torchrun process 0 computes
+    and the others wait, then all read."""
+    from distributed import Client, LocalCluster
+
+    if data_parallel.is_main():
+        if config.preprocess == "dask":
+            workers = max(1, len(os.sched_getaffinity(0)))
+            with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as cluster, \
+                    Client(cluster) as client:
+                preprocess_sharded(config, folder, indices, client=client, progress=progress)
+        else:
+            with Client(config.preprocess) as client:
+                preprocess_sharded(config, folder, indices, client=client, progress=progress)
+    data_parallel.barrier()
+    return list(iter_examples(folder)), feature_dim(folder)

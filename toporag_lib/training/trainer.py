@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ from transformers import (
 )
 
 from toporag_lib import atomic
-from toporag_lib.data.dataset import QADataset
+from toporag_lib.data.dataset import QADataset, limited
 from toporag_lib.data.registry import load_dataset
 from toporag_lib.embed import TextEncoder, check_encoder_dir
 from toporag_lib.generation.factory import build_model
@@ -58,28 +57,8 @@ from toporag_lib.training.ledger import EXECUTION_KEYS, with_later_keys
 from toporag_lib.training.preprocess import prepare
 from toporag_lib.training.run_files import CONFIG, read_config, write_split_results
 from toporag_lib.training.run_folder import claim_run_folder
-from toporag_lib.training.sharded import feature_dim, iter_examples, preprocess_sharded
+from toporag_lib.training.sharded import sharded_examples
 from toporag_lib.training.train_config import TrainConfig
-
-def limited(indices: list[int], limit: int | None, seed: int, pairs: dict[int, str] | None = None) -> list[int]:
-    """A seeded random subset of `indices` of size `limit` (all of them when None), in the original order. Where
-    questions come as counterfactual twins (`pairs`: index -> pair id, for the indices that have one), twins are
-    kept or dropped together: whole pairs and single questions are drawn until the next would pass `limit`."""
-    if limit is None or limit >= len(indices):
-        return list(indices)
-    pairs = {i: p for i, p in (pairs or {}).items() if p}
-    if not any(i in pairs for i in indices):
-        chosen = np.random.default_rng(seed).choice(len(indices), size=limit, replace=False)
-        return [indices[i] for i in sorted(chosen)]
-    units: dict[str, list[int]] = {}
-    for i in indices:
-        units.setdefault(pairs.get(i, f"single {i}"), []).append(i)
-    groups, kept = list(units.values()), set()
-    for k in np.random.default_rng(seed).permutation(len(groups)):
-        if len(kept) + len(groups[k]) <= limit:
-            kept.update(groups[k])
-    return [i for i in indices if i in kept]
-
 
 def run_questions(config: TrainConfig, dataset: QADataset) -> tuple[dict[str, list[int]], list[int]]:
     """The questions a run of `config` reads from `dataset` (loaded with its `dataset_options`): per split, the
@@ -112,26 +91,6 @@ def make_examples(config: TrainConfig, progress: bool = True,
                                      config.question_suffix, progress=progress)
                 for name, ids in splits.items()}
     return examples, prepared.queries.shape[1]
-
-
-def sharded_examples(config: TrainConfig, indices: list[int], folder: Path,
-                     progress: bool) -> tuple[list[Example], int]:
-    """The samples at `indices` preprocessed on Dask into `folder` ("dask": a `LocalCluster` of one single-threaded
-    worker per core; else the scheduler at that address), read back in order; under torchrun process 0 computes
-    and the others wait, then all read."""
-    from distributed import Client, LocalCluster
-
-    if data_parallel.is_main():
-        if config.preprocess == "dask":
-            workers = max(1, len(os.sched_getaffinity(0)))
-            with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as cluster, \
-                    Client(cluster) as client:
-                preprocess_sharded(config, folder, indices, client=client, progress=progress)
-        else:
-            with Client(config.preprocess) as client:
-                preprocess_sharded(config, folder, indices, client=client, progress=progress)
-    data_parallel.barrier()
-    return list(iter_examples(folder)), feature_dim(folder)
 
 
 def make_optimizer(groups: list[dict], config: TrainConfig, total_steps: int):
