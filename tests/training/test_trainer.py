@@ -279,7 +279,7 @@ def test_resuming_clears_the_temporary_files_of_killed_checkpoint_writes(tiny_ll
 
 
 def test_a_limit_keeps_twins_together_and_leaves_questions_without_twins_as_before():
-    from toporag_lib.data.dataset import limited
+    from toporag_lib.training.trainer import limited
 
     indices = list(range(10, 40))
     plain = limited(indices, 12, seed=3)

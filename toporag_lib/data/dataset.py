@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from toporag_lib.data.errors import DatasetFormatError, is_int
 from toporag_lib.data.graph import QASample, TextualGraph, graph_key
 
@@ -127,23 +125,3 @@ class QADataset(Sequence):
     def __repr__(self) -> str:
         sizes = ", ".join(f"{k}={len(v)}" for k, v in self.split.items())
         return f"QADataset({self.name!r}, {len(self)} samples; {sizes}; dropped={self.dropped})"
-
-
-def limited(indices: list[int], limit: int | None, seed: int, pairs: dict[int, str] | None = None) -> list[int]:
-    """A seeded random subset of `indices` of size `limit` (all of them when None), in the original order. Where
-    questions come as counterfactual twins (`pairs`: index -> pair id, for the indices that have one), twins are
-    kept or dropped together: whole pairs and single questions are drawn until the next would pass `limit`."""
-    if limit is None or limit >= len(indices):
-        return list(indices)
-    pairs = {i: p for i, p in (pairs or {}).items() if p}
-    if not any(i in pairs for i in indices):
-        chosen = np.random.default_rng(seed).choice(len(indices), size=limit, replace=False)
-        return [indices[i] for i in sorted(chosen)]
-    units: dict[str, list[int]] = {}
-    for i in indices:
-        units.setdefault(pairs.get(i, f"single {i}"), []).append(i)
-    groups, kept = list(units.values()), set()
-    for k in np.random.default_rng(seed).permutation(len(groups)):
-        if len(kept) + len(groups[k]) <= limit:
-            kept.update(groups[k])
-    return [i for i in indices if i in kept]

@@ -249,7 +249,7 @@ def preprocessing_table(methods: Sequence[str], dataset: str, overrides: dict[st
     from toporag_lib.retrieval.retriever import make_retriever
     from toporag_lib.training.examples import build_examples
     from toporag_lib.training.preprocess import prepare
-    from toporag_lib.data.dataset import limited
+    from toporag_lib.training.trainer import limited
 
     configs = [method_config(m, dataset, overrides) for m in methods]
     full = load_dataset(dataset, **configs[0].dataset_options)

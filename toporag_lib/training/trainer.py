@@ -35,7 +35,7 @@ from transformers import (
 )
 
 from toporag_lib import atomic
-from toporag_lib.data.dataset import QADataset, limited
+from toporag_lib.data.dataset import QADataset
 from toporag_lib.data.registry import load_dataset
 from toporag_lib.embed import TextEncoder, check_encoder_dir
 from toporag_lib.generation.factory import build_model
@@ -59,6 +59,26 @@ from toporag_lib.training.run_files import CONFIG, read_config, write_split_resu
 from toporag_lib.training.run_folder import claim_run_folder
 from toporag_lib.training.sharded import sharded_examples
 from toporag_lib.training.train_config import TrainConfig
+
+def limited(indices: list[int], limit: int | None, seed: int, pairs: dict[int, str] | None = None) -> list[int]:
+    """A seeded random subset of `indices` of size `limit` (all of them when None), in the original order. Where
+    questions come as counterfactual twins (`pairs`: index -> pair id, for the indices that have one), twins are
+    kept or dropped together: whole pairs and single questions are drawn until the next would pass `limit`."""
+    if limit is None or limit >= len(indices):
+        return list(indices)
+    pairs = {i: p for i, p in (pairs or {}).items() if p}
+    if not any(i in pairs for i in indices):
+        chosen = np.random.default_rng(seed).choice(len(indices), size=limit, replace=False)
+        return [indices[i] for i in sorted(chosen)]
+    units: dict[str, list[int]] = {}
+    for i in indices:
+        units.setdefault(pairs.get(i, f"single {i}"), []).append(i)
+    groups, kept = list(units.values()), set()
+    for k in np.random.default_rng(seed).permutation(len(groups)):
+        if len(kept) + len(groups[k]) <= limit:
+            kept.update(groups[k])
+    return [i for i in indices if i in kept]
+
 
 def run_questions(config: TrainConfig, dataset: QADataset) -> tuple[dict[str, list[int]], list[int]]:
     """The questions a run of `config` reads from `dataset` (loaded with its `dataset_options`): per split, the
