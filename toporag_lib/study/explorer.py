@@ -36,7 +36,7 @@ from toporag_lib.data.registry import correct_for, load_dataset
 from toporag_lib.retrieval.retrieval_config import FITTED_METHODS
 from toporag_lib.retrieval.subcomplex import Subcomplex
 from toporag_lib.study.floors_and_evidence import CYCLE_FAMILIES
-from toporag_lib.study.method_reads import retrieval_words, soft_prompt_of, user_turn
+from toporag_lib.study.method_reads import question_line, retrieval_words, soft_prompt_of, user_turn
 from toporag_lib.study.superseded import superseded
 from toporag_lib.topology.complex import CellComplex
 from toporag_lib.training.ledger import read_ledger, with_later_keys
@@ -158,17 +158,6 @@ class QuestionView:
     @property
     def label(self) -> str:
         return self.sample.label
-
-
-def one_line(text: str, width: int = 80) -> str:
-    """The text on one line, cut to `width` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def question_line(question: str, width: int = 80) -> str:
-    """A question on one line without its "Question:" and "Answer:" (ExplaGraphs' arguments, a testbed question)."""
-    return one_line(question.replace("Question:", "").replace("Answer:", ""), width)
 
 
 def family_of(sample: QASample) -> str:

@@ -19,8 +19,9 @@ from pathlib import Path
 import matplotlib
 
 from toporag_lib import atomic
-from toporag_lib.study.explorer import Explorer, QuestionView, one_line, question_line
+from toporag_lib.study.explorer import Explorer, QuestionView
 from toporag_lib.study.explorer_sections import PairSection, pair_sections, sample_rest
+from toporag_lib.study.method_reads import one_line, question_line
 
 PANEL = (3.6, 3.2)  # inches per panel
 DPI = 72  # enough for the node texts; keeps a figure at tens of kB

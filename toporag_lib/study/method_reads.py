@@ -1,5 +1,5 @@
 """What a run's method reads, in words, from its config (the question explorer's captions, `study.explorer`): the
-retrieval and its parameters, the soft prompt before the text, and the user turn's layout."""
+retrieval and its parameters, the soft prompt before the text, and the user turn's layout; texts on one line."""
 
 from __future__ import annotations
 
@@ -29,3 +29,14 @@ def retrieval_words(config: TrainConfig) -> str:
     reads = config.retrieval.reads()
     params = ", ".join(f"{k}={v}" for k, v in reads.items() if k != "method")
     return f"{reads['method']} ({params})" if params else reads["method"]
+
+
+def one_line(text: str, width: int = 80) -> str:
+    """The text on one line, cut to `width` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def question_line(question: str, width: int = 80) -> str:
+    """A question on one line without its "Question:" and "Answer:" (ExplaGraphs' arguments, a testbed question)."""
+    return one_line(question.replace("Question:", "").replace("Answer:", ""), width)
