@@ -51,6 +51,18 @@ def test_unpark_restores_what_the_cache_lacks_keeps_a_later_checkpoint_and_relea
     assert not (parked / "explagraphs").exists() and (parked / "synthetic_scenes" / "b-1111111111").exists()
 
 
+def test_the_selected_epochs_weights_travel_with_a_parked_run_and_a_stale_copy_does_not_stay(tmp_path):
+    runs, parked, other = tmp_path / "cache", tmp_path / "parked", tmp_path / "other"
+    (fake_run(runs / "explagraphs" / "a-0123456789", step=50) / "best.pt").write_bytes(b"epoch 1 weights")
+    parked_runs.park(runs, parked)
+    assert (parked / "explagraphs" / "a-0123456789" / "best.pt").read_bytes() == b"epoch 1 weights"
+    fake_run(parked / "explagraphs" / "b-1111111111", step=50)  # parked before it selected an epoch
+    (fake_run(other / "explagraphs" / "b-1111111111", step=10) / "best.pt").write_bytes(b"an earlier attempt's")
+    parked_runs.unpark(other, tmp_path / "ledger", parked)
+    assert (other / "explagraphs" / "a-0123456789" / "best.pt").read_bytes() == b"epoch 1 weights"
+    assert not (other / "explagraphs" / "b-1111111111" / "best.pt").exists()
+
+
 def test_a_damaged_parked_checkpoint_is_refused_by_path(tmp_path):
     checkpoint = fake_run(tmp_path / "parked" / "explagraphs" / "c-2222222222", step=100) / "checkpoint.pt"
     checkpoint.write_bytes(b"x" + checkpoint.read_bytes()[1:])
@@ -79,3 +91,5 @@ def test_a_run_parked_in_one_checkout_resumes_in_another_to_the_uninterrupted_we
     resumed.train()
     expected, got = whole.model.trainable_state(), resumed.model.trainable_state()
     assert expected.keys() == got.keys() and all(torch.equal(expected[k], got[k]) for k in expected)
+    chosen = [atomic.torch_load(run / "best.pt", weights_only=True) for run in (tmp_path / "whole", resumed.out)]
+    assert all(torch.equal(chosen[0][k], chosen[1][k]) for k in chosen[0])  # the epoch it evaluates, too

@@ -91,6 +91,16 @@ def test_a_killed_run_resumes_to_the_same_weights(tiny_llm, tiny_encoder_path, t
     assert all(torch.equal(expected[k], got[k]) for k in expected)
 
 
+def test_a_checkpoint_without_its_selected_epochs_weights_is_refused_before_any_work(tiny_llm, tiny_encoder_path,
+                                                                                     tmp_path, monkeypatch):
+    cfg = config(tiny_llm, tiny_encoder_path)
+    Trainer(cfg, tmp_path, progress=False).train(stop_after_steps=4)  # epoch 1 selected, then a step of epoch 2
+    (tmp_path / "best.pt").unlink()  # carried without it: evaluating would load epoch 2's weights as epoch 1's
+    monkeypatch.setattr("toporag_lib.training.trainer.make_examples", lambda *a: pytest.fail("prepared the data"))
+    with pytest.raises(FileNotFoundError, match=r"best\.pt is missing.*selected epoch 1"):
+        Trainer(cfg, tmp_path, progress=False)
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_a_killed_cuda_run_with_dropout_resumes_to_the_same_weights(tiny_llm, tiny_encoder_path, tmp_path):

@@ -1,9 +1,9 @@
 """Unfinished long runs carried from one checkout to the next.
 
 The run cache (`cache/`) is not committed, so a long run cut off by the end of a working session would start over in
-a fresh checkout. `park` copies each unfinished run's `config.json` and last checkpoint into `parked_runs/` (commit
-it); `unpark` puts them back into the run cache before the queue runs, unless the cache already holds a checkpoint
-as far on; `release` deletes a run's parked copy once its record is in the results ledger. A checkpoint holds the
+a fresh checkout. `park` copies each unfinished run's `config.json`, last checkpoint and selected epoch's weights
+(`best.pt`, which the run's evaluation loads) into `parked_runs/` (commit it); `unpark` puts them back into the run
+cache before the queue runs, unless the cache already holds a checkpoint as far on; `release` deletes a run's parked copy once its record is in the results ledger. A checkpoint holds the
 trainable weights, the optimizer, scheduler and random states (`training.trainer`), so the resumed run ends with the
 weights an uninterrupted one would have. A parked checkpoint stays in git history for good (TopoRAG + LoRA with the
 bundled 135M LLM: 38 MB, mostly Adam's moments): park a run that would take hours to redo, not one that a session
@@ -18,12 +18,13 @@ from pathlib import Path
 from toporag_lib import atomic
 from toporag_lib.paths import PROJECT_ROOT
 from toporag_lib.training.ledger import RECORD
-from toporag_lib.training.run_files import CONFIG
+from toporag_lib.training.run_files import BEST, CONFIG
 from toporag_lib.training.run_folder import RunFolderInUseError, claim_run_folder
 
 PARKED_DIR = PROJECT_ROOT / "parked_runs"
 CHECKPOINT = "checkpoint.pt"
 CARRIED = (CONFIG, CHECKPOINT)  # what `Trainer.resume` reads back
+SELECTED = BEST  # carried too once the run has selected an epoch: the weights its evaluation loads
 
 
 Progress = tuple[int, int]  # (epoch, step within it) of a checkpoint, as `Trainer.state` counts them
@@ -49,6 +50,10 @@ def unfinished(runs_dir: Path) -> list[Path]:
 def _copy(source: Path, target: Path) -> None:
     for name in CARRIED:
         atomic.write_bytes(target / name, (source / name).read_bytes())
+    if (source / SELECTED).exists():
+        atomic.write_bytes(target / SELECTED, (source / SELECTED).read_bytes())
+    else:  # a stale one from an earlier attempt would be evaluated as this run's selection
+        (target / SELECTED).unlink(missing_ok=True)
 
 
 def park(runs_dir: Path, parked_dir: Path | None = None) -> list[tuple[Path, Progress]]:

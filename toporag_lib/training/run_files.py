@@ -1,4 +1,4 @@
-"""A run folder's files, named once: `config.json`, then per evaluated split `predictions_<split>.jsonl` (one JSON
+"""A run folder's files, named once: `config.json`, `best.pt` (the selected epoch's trainable weights), then per evaluated split `predictions_<split>.jsonl` (one JSON
 object per question) and `metrics_<split>.json`. The trainer writes a split's results through
 `write_split_results`; the ledger and the studies read them back through the readers here."""
 
@@ -12,6 +12,7 @@ from typing import Any
 from toporag_lib import atomic
 
 CONFIG = "config.json"
+BEST = "best.pt"
 
 
 def predictions_path(run_dir: str | Path, split: str) -> Path:

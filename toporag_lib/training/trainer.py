@@ -55,7 +55,7 @@ from toporag_lib.training.examples import build_examples, texts_cut
 from toporag_lib.training.history import training_metrics, write_history
 from toporag_lib.training.ledger import EXECUTION_KEYS, with_later_keys
 from toporag_lib.training.preprocess import prepare
-from toporag_lib.training.run_files import CONFIG, read_config, write_split_results
+from toporag_lib.training.run_files import BEST, CONFIG, read_config, write_split_results
 from toporag_lib.training.run_folder import claim_run_folder
 from toporag_lib.training.sharded import sharded_examples
 from toporag_lib.training.train_config import TrainConfig
@@ -201,6 +201,7 @@ class Trainer:
         self.folder_config = read_config(self.out) if (self.out / CONFIG).exists() else None  # the run found there
         if self.checkpoint_path.exists():
             self.check_resumable(self.folder_config)
+            self.check_selected_weights()
         if self.main:
             self.out.mkdir(parents=True, exist_ok=True)
             atomic.remove_stale_temporaries(self.out)  # left by checkpoint writes of a killed run
@@ -243,6 +244,19 @@ class Trainer:
             raise ValueError(f"{self.checkpoint_path} belongs to no config (the folder had no {CONFIG}): it cannot "
                              "be checked against this run's; delete it to start over, or use another output folder")
         check_resumable(saved, self.config.to_dict(), self.out)
+
+    def check_selected_weights(self) -> None:
+        """Refuse a checkpoint whose selected epoch's weights (`best.pt`) are missing, before any work: the run would
+        end by evaluating other weights than the epoch it names (a checkpoint carried without its `best.pt`)."""
+        try:
+            state = atomic.torch_load(self.checkpoint_path, weights_only=True)["state"]
+        except atomic.DamagedFileError as err:
+            raise atomic.DamagedFileError(f"{err}: delete it to restart this run from its beginning") from err
+        if state.get("best_epoch") is not None and not (self.out / BEST).exists():
+            raise FileNotFoundError(f"{self.out / BEST} is missing, but {self.checkpoint_path} selected epoch "
+                                    f"{state['best_epoch'] + 1}: its weights are gone, so the run cannot end by "
+                                    f"evaluating them; restore {BEST} beside the checkpoint, or delete the folder "
+                                    "to start over")
 
     def save_checkpoint(self) -> None:
         if not self.main:
@@ -332,7 +346,7 @@ class Trainer:
             self.state["best_val"], self.state["best_epoch"], self.state["bad_epochs"] = \
                 criterion, self.state["epoch"], 0
             if self.main:
-                atomic.torch_save(self.model.trainable_state(), self.out / "best.pt")
+                atomic.torch_save(self.model.trainable_state(), self.out / BEST)
         else:
             self.state["bad_epochs"] += 1
             self.state["done"] = self.state["bad_epochs"] >= self.config.patience
@@ -346,8 +360,8 @@ class Trainer:
         data_parallel.barrier()
         if not self.main:
             return {}
-        if (self.out / "best.pt").exists():
-            self.model.load_trainable_state(atomic.torch_load(self.out / "best.pt", weights_only=True))
+        if (self.out / BEST).exists():
+            self.model.load_trainable_state(atomic.torch_load(self.out / BEST, weights_only=True))
         records = predict(self.model, self.examples[split], self.config, self.progress)
         metrics = {**split_metrics(self.config.dataset, split, records),
                    **training_metrics(self.state["history"], self.state.get("best_epoch"), self.config.select_by,
