@@ -12,15 +12,36 @@ import pytest
 
 from toporag_lib import atomic
 from toporag_lib.paths import PROJECT_ROOT
-from toporag_lib.study import long_runs, parked_runs
+from toporag_lib.study import job_queue, long_runs, parked_runs, recipe_search
 from toporag_lib.study.experiments import NOT_APPLICABLE, TABLE1_METHODS
 from toporag_lib.study.superseded import superseded
 from toporag_lib.training.ledger import RECORD, read_ledger, run_id
 
 
 def test_every_job_keeps_one_at_a_time_embeddings_so_the_series_stays_one():
-    for suite in long_runs.SUITES.values():
+    for suite in (long_runs.jobs, long_runs.table1_jobs):  # the core suite is a series of its own
         assert all(job.config().embedding_batching == "single" for job in suite())
+
+
+def test_the_core_suite_waits_for_each_datasets_recipe_then_runs_it_for_every_row_in_float32(monkeypatch):
+    picks = {"explagraphs": recipe_search.jobs()[12]}  # the testbed's search unfinished: no testbed jobs yet
+    monkeypatch.setattr(recipe_search, "chosen", lambda dataset, ledger=None: picks.get(dataset))
+    jobs = long_runs.core_jobs()
+    assert {j.dataset for j in jobs} == {"explagraphs"}
+    seeded = [(j.name, j.seed) for j in jobs if j.name in long_runs.CORE_SEEDED]
+    assert seeded == [(name, seed) for seed in long_runs.SEEDS for name in long_runs.CORE_SEEDED]
+    assert [j.name for j in jobs[len(seeded):]] == list(long_runs.CORE_ONCE)
+    configs = {(j.name, j.seed): j.config() for j in jobs}
+    recipe = picks["explagraphs"].config().to_dict()
+    assert configs[("TopoRAG + LoRA", 42)].to_dict() == recipe | {"llm_dtype": "float32"}  # the chosen run itself
+    for config in configs.values():
+        assert (config.llm_dtype, config.model.question_first, config.lr, config.epochs) == (
+            "float32", True, recipe["lr"], recipe["epochs"])
+        assert config.limits.test is None and config.limits.train == recipe_search.SEARCH_LIMITS["train"]
+    for seed in long_runs.SEEDS:  # without 2-cells: the same run but for its retrieval's k2
+        full, ablated = (configs[(name, seed)].to_dict() for name in ("TopoRAG + LoRA", "TopoRAG + LoRA w/o CRL (no 2-cells)"))
+        assert ablated["retrieval"]["k2"] == 0 and full["retrieval"]["k2"] > 0
+        assert ablated | {"retrieval": {}} == full | {"retrieval": {}}
 
 
 def test_table1_suite_covers_every_method_on_both_full_splits_untrained_first():
@@ -46,9 +67,9 @@ def test_the_testbed_suite_ablates_toporag_frozen_and_with_lora_with_one_change_
 
 def test_a_run_held_by_a_live_process_is_skipped_and_a_dead_holder_is_taken_over(tmp_path):
     job = long_runs.table1_jobs()[0]
-    first = long_runs.claim(job, tmp_path)
+    first = job_queue.claim(job, tmp_path)
     assert first is not None and json.loads(first.path.read_text())["pid"] == os.getpid()
-    again = long_runs.claim(job, tmp_path)  # the holder itself may go on
+    again = job_queue.claim(job, tmp_path)  # the holder itself may go on
     assert again is not None and again.path == first.path
     again.release()
     first.release()
@@ -58,23 +79,23 @@ def test_a_run_held_by_a_live_process_is_skipped_and_a_dead_holder_is_taken_over
     other = subprocess.Popen([sys.executable, "-c", holder, str(first.path)], stdout=subprocess.PIPE, text=True)
     try:
         assert other.stdout.readline().strip() == "held"
-        assert long_runs.claim(job, tmp_path) is None  # a live process holds it
+        assert job_queue.claim(job, tmp_path) is None  # a live process holds it
     finally:
         other.kill()  # killed while holding it: its lock file stays, its lock does not
         other.wait()
     assert json.loads(first.path.read_text())["pid"] == other.pid
-    taken = long_runs.claim(job, tmp_path)
+    taken = job_queue.claim(job, tmp_path)
     assert taken is not None and json.loads(taken.path.read_text())["pid"] == os.getpid()
     taken.release()
 
 
 def test_a_shard_takes_every_nth_job_and_jobs_run_as_listed_or_are_refused():
-    assert long_runs.selected(7, "1/3") == [1, 4] and long_runs.selected(7, "0/1") == list(range(7))
-    assert long_runs.selected(7, "1/3", "6,2") == [6, 2]  # --jobs wins over the shard, in its order
+    assert job_queue.selected(7, "1/3") == [1, 4] and job_queue.selected(7, "0/1") == list(range(7))
+    assert job_queue.selected(7, "1/3", "6,2") == [6, 2]  # --jobs wins over the shard, in its order
     with pytest.raises(SystemExit, match="no job 7"):
-        long_runs.selected(7, "0/1", "2,7")
+        job_queue.selected(7, "0/1", "2,7")
     with pytest.raises(SystemExit, match="expected i/n"):
-        long_runs.selected(7, "3/3")
+        job_queue.selected(7, "3/3")
 
 
 def test_a_job_is_done_when_the_ledger_holds_its_record_and_main_then_skips_it(tmp_path, monkeypatch, capsys):

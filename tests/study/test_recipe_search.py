@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from tiny_models import CHATML, make_tiny_model
@@ -73,6 +74,8 @@ def test_a_search_run_is_scored_on_validation_and_never_writes_test_predictions(
     assert len(read_predictions(folder / "predictions_val.jsonl")) == 3
     table = recipe_search.search_table(tmp_path / "ledger")
     assert table.n_val.tolist() == [3] and 0 < table.one_answer_share[0] <= 1
+    assert recipe_search.val_score(config, tmp_path / "ledger") == table.val_score[0]
+    assert recipe_search.val_score(dataclasses.replace(config, seed=7), tmp_path / "ledger") is None
     run = next((tmp_path / "runs").rglob("metrics_val.json")).parent
     assert [v["epoch"] for v in json.loads((run / "metrics_val.json").read_text())["validation"]] == [1, 2]
 
@@ -98,3 +101,15 @@ def test_the_list_shows_where_an_unfinished_job_stands(tmp_path, monkeypatch):
                {"epoch": 0, "step": None, "loss": None, "seconds": None, "val_loss": 0.9, "val_score": 0.5404}]
     atomic.torch_save({"state": {"epoch": 1, "step": 50, "history": history}}, run / "checkpoint.pt")
     assert recipe_search.progress_line(job) == "at epoch 2, step 50; validation by epoch 1: 0.540"
+
+
+def test_the_chosen_recipe_is_the_best_validation_score_once_every_candidate_is_recorded(monkeypatch):
+    testbed = {i: job for i, job in enumerate(recipe_search.jobs()) if job.dataset == "synthetic_scenes"}
+    scores = {10: 0.61}  # job 11 (without 2-cells) and the dropped jobs are no candidates
+    digests = {config_digest(job.config()): i for i, job in enumerate(recipe_search.jobs())}
+    monkeypatch.setattr(recipe_search, "val_score", lambda config, ledger=None: scores.get(digests[config_digest(config)]))
+    assert recipe_search.chosen("synthetic_scenes") == testbed[10]
+    scores[12] = None  # another dataset's unfinished job does not hold this one up
+    assert recipe_search.chosen("explagraphs") is None  # job 12 unfinished
+    scores.update({0: 0.64, 1: 0.725, 2: 0.675, 3: 0.65, 5: 0.725, 12: 0.70})
+    assert recipe_search.chosen("explagraphs") == recipe_search.jobs()[1]  # a tie goes to the first listed

@@ -37,9 +37,10 @@ from typing import Any
 
 import torch
 
-from toporag_lib import locks
 from toporag_lib.paths import cache_dir, results_dir
-from toporag_lib.study import parked_runs
+from toporag_lib.settings import merge
+from toporag_lib.study import parked_runs, recipe_search
+from toporag_lib.study.job_queue import claim, selected
 from toporag_lib.study.experiments import (
     ABLATIONS,
     NOT_APPLICABLE,
@@ -69,11 +70,13 @@ class Job:
     change: dict[str, Any]
     seed: int
     dataset: str = DATASET
+    series: bool = True  # False: the core suite's own settings, all in `change`
 
     def config(self) -> TrainConfig:
         # One series, in the settings it began with: one-at-a-time embeddings (before batched ones existed), the
         # LLM in bf16 and a 32-token answer budget (before `llm_dtype="auto"` and the testbed's own budget).
-        return variant_config(self.method, self.dataset, {**SERIES_SETTINGS, **self.change}, seed=self.seed)
+        base = SERIES_SETTINGS if self.series else {}
+        return variant_config(self.method, self.dataset, {**base, **self.change}, seed=self.seed)
 
 
 def jobs() -> list[Job]:
@@ -99,33 +102,39 @@ def table1_jobs() -> list[Job]:
             for dataset in ("explagraphs", DATASET) for method in group if (method, dataset) not in NOT_APPLICABLE]
 
 
-SUITES = {"testbed": jobs, "table1": table1_jobs}
+NO_CELLS = "w/o CRL (no 2-cells)"
+CORE_DATASETS = ("synthetic_scenes", "explagraphs")
+CORE_SEEDED = ("TopoRAG + LoRA", f"TopoRAG + LoRA {NO_CELLS}", "G-Retriever + LoRA")  # each at every seed
+CORE_ONCE = ("TopoRAG", f"TopoRAG {NO_CELLS}", "G-Retriever", "LoRA (text only)")  # each at the first seed
 
 
-def claim(job: Job, folder: Path | None = None) -> locks.Lock | None:
-    """The job's lock (`toporag_lib.locks`; release it when the job ends), or None when another live process holds
-    it (two suites may share a run: the second one skips it). A lock whose process is gone is free: the operating
-    system let go of it when that process ended. The run folder has its own lock too (`training.run_folder`); this
-    one is per job, whatever folder name the job's run gets."""
-    return locks.try_acquire((folder or runs_dir()) / "locks" / f"{job.dataset}-{config_digest(job.config())}.lock")
+def core_jobs() -> list[Job]:
+    """The core comparison, per dataset at the recipe its search chose on validation (`recipe_search.chosen`; a
+    dataset whose search is unfinished has no jobs yet): TopoRAG + LoRA with and without its 2-cells and G-Retriever
+    + LoRA at every seed, seed by seed, then TopoRAG with and without 2-cells, G-Retriever and LoRA on the text alone
+    at the first seed. The recipe's own subsets (`recipe_search.SEARCH_LIMITS`: 800 training questions, 200
+    validation questions that select the epoch) and the full test split; in float32 on any CPU (bf16 is emulated
+    in software on CPUs without AVX-512 BF16, and the dtype is named so the digest is the same on every machine)."""
+    out = []
+    for dataset in CORE_DATASETS:
+        recipe = recipe_search.chosen(dataset)
+        if recipe is None:
+            continue
+        change = {**recipe.change(), "llm_dtype": "float32"}
+        rows = [(name, seed) for seed in SEEDS for name in CORE_SEEDED] + [(name, SEEDS[0]) for name in CORE_ONCE]
+        for name, seed in rows:
+            method = name.removesuffix(f" {NO_CELLS}")
+            ablation = ABLATIONS[NO_CELLS] if method != name else {}
+            out.append(Job(name, method, merge(change, ablation), seed, dataset, series=False))
+    return out
+
+
+SUITES = {"testbed": jobs, "table1": table1_jobs, "core": core_jobs}
 
 
 def is_done(job: Job, ledger: Path | None = None) -> bool:
     """Whether the results ledger holds the job's record (the run cache, `runs_dir()`, is not kept in a checkout)."""
     return ((ledger or results_dir() / "runs") / run_id(job.config().to_dict()) / RECORD).exists()
-
-
-def selected(count: int, shard: str, jobs: str | None = None) -> list[int]:
-    """The indices to run, in order: `jobs` ("13,11") as given, else those of the shard "i/n" (index i modulo n)."""
-    if jobs:
-        chosen = [int(part) for part in jobs.split(",")]
-        if bad := [i for i in chosen if not 0 <= i < count]:
-            raise SystemExit(f"--jobs {jobs}: no job {bad[0]} (the suite has jobs 0-{count - 1}; see --list)")
-        return chosen
-    index, parts = (int(part) for part in shard.split("/"))
-    if not 0 <= index < parts:
-        raise SystemExit(f"--shard {shard}: expected i/n with 0 <= i < n")
-    return [i for i in range(count) if i % parts == index]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -160,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
         if is_done(job):
             print(f"job {i}: {job.name} on {job.dataset} is in the results ledger: skipped", flush=True)
             continue
-        lock = claim(job)
+        lock = claim(job, runs_dir())
         if lock is None:
             print(f"job {i}: {job.name} on {job.dataset} runs in another process: skipped", flush=True)
             continue
