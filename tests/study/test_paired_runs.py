@@ -57,3 +57,17 @@ def test_pairs_stacks_each_pair_and_leaves_out_pairs_without_a_common_seed():
     assert set(table.b) == {"TopoRAG w/o CRL"} and len(table) == 4  # all, attribute, loop, path
     assert table.set_index("family").loc["loop", "diff"] == 0.5
     assert paired_runs.pairs(records, [("TopoRAG + LoRA", "G-Retriever + LoRA")]).empty
+
+
+def test_twin_pairs_are_units_of_their_own_right_in_a_run_only_when_both_twins_are():
+    records = [_record(name, seed, right) for name, seed, right in (
+        ("TopoRAG", 42, [True, True, False, True]), ("TopoRAG", 43, [True, False, False, True]),
+        ("G-Retriever", 42, [True, False, False, True]), ("G-Retriever", 43, [False, True, True, True]))]
+    for record in records:  # the two loop questions are twins
+        record["predictions"][0]["pair"] = record["predictions"][1]["pair"] = "scene-1"
+    table = paired_runs.pooled(records).set_index("family")
+    twins = table.loc["loop twins"]
+    assert (twins.score_a, twins.score_b, twins["diff"], twins.n) == (0.5, 0.0, 0.5, 1)  # TopoRAG's seed 42 only
+    assert "attribute twins" not in table.index and table.loc["loop", "n"] == 2
+    assert "loop twins" not in paired_runs.pooled([_record("TopoRAG", 42, [True] * 4),
+                                                   _record("G-Retriever", 42, [True] * 4)]).family.tolist()

@@ -132,6 +132,31 @@ def test_table1_pairs_toporag_with_lora_against_each_lora_row_on_each_dataset():
     assert ledger_tables.table1_paired(records[:1]) is None  # nothing to pair
 
 
+def test_the_core_tables_read_only_the_core_suites_runs_and_pair_its_twins(monkeypatch):
+    from toporag_lib.study import long_runs, recipe_search
+    testbed = recipe_search.jobs()[10]
+    monkeypatch.setattr(recipe_search, "chosen", lambda dataset, ledger=None: testbed if dataset != "explagraphs" else None)
+    jobs = {(j.name, j.seed): j for j in long_runs.core_jobs()}
+
+    def run(name: str, seed: int, right: list[bool], config: dict | None = None) -> dict:
+        config = config or jobs[(name, seed)].config().to_dict()
+        labels, families = ["yes", "no", "red", "no"], ["loop", "loop", "attribute", "path"]
+        return {"name": name, "config": config, "metrics": {"n": 4, "score": sum(right) / 4}, "predictions": [
+            {"index": i, "label": labels[i], "pred": labels[i] if r else "blue", "family": families[i],
+             "pair": "p1" if i < 2 else ""} for i, r in enumerate(right)]}
+
+    records = [run("TopoRAG + LoRA", 42, [True, True, True, False]),
+               run("TopoRAG + LoRA w/o CRL (no 2-cells)", 42, [True, False, True, False]),
+               run("TopoRAG + LoRA w/o CRL (no 2-cells)", 43, [True, True, True, True]),  # no partner at 43
+               run("TopoRAG + LoRA", 43, [False] * 4, TrainConfig(dataset="synthetic_scenes", seed=43).to_dict())]
+    assert [r["config"]["seed"] for r in ledger_tables.core_records(records, "synthetic_scenes")] == [42, 42, 43]
+    table = ledger_tables.core_paired(records)
+    assert set(zip(table.a, table.b)) == {ledger_tables.CORE_PAIRS[0]} and set(table.seeds) == {"42"}
+    rows = table.set_index("family")
+    assert rows.loc["loop", "diff"] == 0.5 and rows.loc["loop twins", "diff"] == 1.0 and rows.loc["all", "n"] == 4
+    assert ledger_tables.core_paired(records[3:]) is None
+
+
 def test_results_readme_puts_paper_and_ours_side_by_side(tmp_path):
     record(tmp_path / "runs", "TopoRAG", "explagraphs", 42, 0.61)
     record(tmp_path / "runs", "TopoRAG", "synthetic_scenes", 42, 0.25, {"loop": 0.4})
@@ -147,7 +172,7 @@ def test_results_readme_puts_paper_and_ours_side_by_side(tmp_path):
     row = next(line for line in text.splitlines() if line.startswith("| TopoRAG | synthetic_scenes |"))
     assert "0.250" in row and "0.400" in row
     assert "| w/o CRL (no 2-cells) | 0.200 |" in text and "0.858" in text  # notebook 05's table; paper's: 0.8576
-    assert text.count("_not produced in this run_") == 16  # Table 1 paired; Tables 5-7; by cycles; dtype; recipes; 9 testbed
+    assert text.count("_not produced in this run_") == 18  # Table 1 paired; Tables 5-7; by cycles; core 2; dtype; recipes; 9 testbed
     assert "## What changed, and why" in text and "| testbed v3 retrieval | k0 = 5" in text  # generated from code
     llm = text.split("## Testbed · LLM runs on the full split")[1]  # from the ledger: the synthetic run is full-split
     assert "| TopoRAG | 200 | 42 | 0.250 |" in llm and "explagraphs" not in llm.split("## Figures")[0]

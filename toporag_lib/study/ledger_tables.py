@@ -13,11 +13,11 @@ import pandas as pd
 
 from toporag_lib.data import load_dataset
 from toporag_lib.data.registry import scoring_metric
-from toporag_lib.study import paired_runs, paper
+from toporag_lib.study import long_runs, paired_runs, paper
 from toporag_lib.study.experiments import ABLATIONS, NOT_APPLICABLE
 from toporag_lib.study.floors_and_evidence import with_cycle_families
 from toporag_lib.study.superseded import standing, superseded
-from toporag_lib.training.ledger import config_digest
+from toporag_lib.training.ledger import config_digest, run_id
 from toporag_lib.training.train_config import TrainConfig
 
 
@@ -132,6 +132,37 @@ def table1_paired(records: list[dict[str, Any]]) -> pd.DataFrame | None:
     None without such runs."""
     tables = [table.assign(dataset=dataset)[["dataset", *table.columns]] for dataset in FULL_SPLIT_DATASETS
               if not (table := full_split_paired(records, dataset, TABLE1_PAIRS)).empty]
+    return pd.concat(tables, ignore_index=True) if tables else None
+
+
+# The core comparison (`long_runs --suite core`): TopoRAG + LoRA against the same run without its 2-cells (the
+# question this project exists for) and against G-Retriever + LoRA.
+CORE_PAIRS = [("TopoRAG + LoRA", "TopoRAG + LoRA w/o CRL (no 2-cells)"), ("TopoRAG + LoRA", "G-Retriever + LoRA")]
+
+
+def core_records(records: list[dict[str, Any]], dataset: str) -> list[dict[str, Any]]:
+    """The ledger records of the core suite's runs on `dataset` (`long_runs.core_jobs`, matched by run id)."""
+    ids = {run_id(job.config().to_dict()) for job in long_runs.core_jobs() if job.dataset == dataset}
+    return [r for r in records if run_id(r["config"]) in ids]
+
+
+def core_table(records: list[dict[str, Any]]) -> pd.DataFrame | None:
+    """`ledger_table` of the core suite's runs on both datasets (mean and std over seeds, the majority floor, per
+    family and twin accuracy, the closed-answer score); None before any has run."""
+    table = ledger_table([r for d in long_runs.CORE_DATASETS for r in core_records(records, d)])
+    return None if table.empty else table
+
+
+def core_paired(records: list[dict[str, Any]]) -> pd.DataFrame | None:
+    """`CORE_PAIRS` per dataset over the seeds both ran (`paired_runs.pairs`): the testbed by family and by twin
+    pair, ExplaGraphs by whether the question's graph has a cycle; None before a pair has a common seed."""
+    tables = []
+    for dataset in long_runs.CORE_DATASETS:
+        runs = core_records(records, dataset)
+        if runs and dataset == "explagraphs":
+            runs = with_cycle_families(runs, load_dataset(dataset))
+        if not (table := paired_runs.pairs(runs, CORE_PAIRS)).empty:
+            tables.append(table.assign(dataset=dataset)[["dataset", *table.columns]])
     return pd.concat(tables, ignore_index=True) if tables else None
 
 

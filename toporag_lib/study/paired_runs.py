@@ -1,5 +1,6 @@
 """Two methods' runs on the same test questions, compared question by question: per seed (McNemar's exact test)
-and pooled over the seeds both ran (each question's correctness averaged over them, a paired t-interval).
+and pooled over the seeds both ran (each question's correctness averaged over them, a paired t-interval; where
+questions come as counterfactual twins, each twin pair as one unit too).
 
 The records are ledger records of one dataset and one setting (`ledger_tables.full_split_records`), each with its test
 predictions; a method's runs are told apart by seed. Notebook 05 and `results/README.md` read the testbed's
@@ -55,7 +56,7 @@ def pooled(records: list[dict[str, Any]], a: str = "TopoRAG", b: str = "G-Retrie
         return pd.DataFrame()
     correct = correct_for(dataset)
     rows = [{"method": m, "seed": seed, "question": p["index"], "family": p.get("family", ""),
-             "correct": float(correct(p["pred"], p["label"])), "pred": p["pred"]}
+             "pair": p.get("pair", ""), "correct": float(correct(p["pred"], p["label"])), "pred": p["pred"]}
             for m in (a, b) for seed in seeds for p in runs[(m, seed)]["predictions"]]
     frame = pd.DataFrame(rows)
     mean = frame.groupby(["method", "question"]).correct.mean().unstack(0)
@@ -71,7 +72,22 @@ def pooled(records: list[dict[str, Any]], a: str = "TopoRAG", b: str = "G-Retrie
                     "score_a": part[a].mean(), "score_b": part[b].mean(),
                     **mean_difference((part[a] - part[b]).to_numpy()),
                     "one_answer_a": one_answer[a].mean(), "one_answer_b": one_answer[b].mean()})
-    return pd.DataFrame(out)
+    return pd.DataFrame(out + twin_rows(frame, a, b, ", ".join(map(str, seeds))))
+
+
+def twin_rows(frame: pd.DataFrame, a: str, b: str, seeds: str) -> list[dict[str, Any]]:
+    """Per family whose questions come as counterfactual twins (`pair` ids), the pairs as units: a pair counts as
+    right in a run when both its questions are (`metrics.twin_accuracy`), averaged over the seeds; both methods'
+    twin accuracy and `paired.mean_difference` of a minus b over the pairs (family "<family> twins")."""
+    rows = []
+    twins = frame[frame.pair != ""]
+    for name in sorted(twins.family.unique()):
+        runs = twins[twins.family == name].groupby(["method", "seed", "pair"]).correct
+        whole = runs.agg(lambda right: float(len(right) == 2 and right.all()))[runs.size() == 2]
+        score = whole.groupby(["method", "pair"]).mean().unstack(0).dropna()
+        rows.append({"family": f"{name} twins", "a": a, "b": b, "seeds": seeds, "score_a": score[a].mean(),
+                     "score_b": score[b].mean(), **mean_difference((score[a] - score[b]).to_numpy())})
+    return rows
 
 
 def pairs(records: list[dict[str, Any]], compared: list[tuple[str, str]]) -> pd.DataFrame:

@@ -21,9 +21,9 @@ from toporag_lib import atomic, hardware
 from toporag_lib.settings import merge
 from toporag_lib.study import dtype_agreement, paired_runs, paper, provenance, recipe_search
 from toporag_lib.study.experiments import TABLE1_METHODS
-from toporag_lib.study.ledger_tables import (TESTBED_PAIRS, explagraphs_by_cycles, full_split_records,
-                                             full_split_table, ledger_table, table1_full_split, table1_paired,
-                                             table2_full_split)
+from toporag_lib.study.ledger_tables import (TESTBED_PAIRS, core_paired, core_table, explagraphs_by_cycles,
+                                             full_split_records, full_split_table, ledger_table, table1_full_split,
+                                             table1_paired, table2_full_split)
 from toporag_lib.training.ledger import read_ledger
 from toporag_lib.training.train_config import TrainConfig
 
@@ -195,6 +195,19 @@ def results_readme(results: str | Path, profile: str) -> str:
          "on 200 questions is about 0.035). `question_first`: the question before the graph text in the prompt; "
          "`loop_one_answer_share`: the share of loop questions given the run's most common answer (1.0: one "
          "answer to all); `twin_loop`: both twins of a loop pair right._"),
+        ("Core comparison · at the chosen recipe",
+         _columns(core_table(records), ["dataset", "method", "n", "seeds", "score", "score_std", "majority",
+                                        "acc_attribute", "acc_path", "acc_loop", "twin_loop", "closed", "commit"]),
+         "_`python -m toporag_lib.study.long_runs --suite core`: per dataset at the recipe its search chose on "
+         "validation (above), trained on its 800 training questions, the epoch chosen on its 200 validation "
+         "questions, scored once on the whole test split; mean ± std over seeds. `twin_loop`: both twins of a loop "
+         "pair right (a constant answer scores 0); `closed`: the answer in the closed vocabulary the LLM finds most "
+         "likely (secondary); `majority`: always the most common label._"),
+        ("Core comparison · paired", core_paired(records),
+         "_Over the seeds both ran (`study.paired_runs`): a minus b, each question's (or, for `loop twins`, each "
+         "twin pair's) correctness averaged over the seeds, 95% t-interval, paired t-test p and `detectable`, the "
+         "true difference found with 80% power at α = 0.05. ExplaGraphs by whether the question's graph has a "
+         "cycle (only those give TopoRAG a 2-cell)._"),
         ("LLM dtype · the same runs in two dtypes, paired", _nonempty(dtype_agreement.agreement(records)),
          "_Every pair of ledger runs that differ only in `llm_dtype` (`python -m toporag_lib.study.dtype_agreement`: "
          "notebook 04's cpu-quick runs in bfloat16 and float32): both scores, the share of test questions answered "
