@@ -141,3 +141,41 @@ def test_park_carries_an_unfinished_run_and_the_next_queue_puts_it_back_then_rel
     long_runs.main(["--jobs", "14"])
     assert "from its parked checkpoint (epoch 0, step 100)" in capsys.readouterr().out
     assert parked_runs.progress(run) == (0, 100) and not list((tmp_path / "parked").iterdir())  # done: released
+
+
+def test_a_core_job_the_recipe_search_trained_is_scored_on_test_with_the_weights_a_fresh_run_ends_with(
+        tmp_path, tiny_encoder_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from tiny_models import CHATML, make_tiny_model
+
+    from toporag_lib.generation.soft_prompt import ModelConfig
+    from toporag_lib.study.experiments import run_cached
+    from toporag_lib.training.run_files import read_metrics, read_predictions
+    from toporag_lib.training.train_config import TrainConfig
+
+    llm = make_tiny_model(tmp_path / "llm", CHATML)
+    config = TrainConfig.from_dict(dict(
+        dataset="synthetic_scenes", dataset_options={"num_images": 8, "questions_per_image": 2, "seed": 1},
+        limits={"train": 6, "val": 3, "test": 2}, encoder_path=str(tiny_encoder_path), llm_path=str(llm),
+        llm_dtype="float32", epochs=2, batch_size=2, eval_batch_size=2, max_new_tokens=4, max_txt_len=48,
+        lr=1e-2, select_by="val_score", model=ModelConfig(encoder="cellular", hidden_dim=16, projector_hidden=32,
+                                                          num_layers=1)))
+    monkeypatch.setattr(recipe_search, "runs_dir", lambda: tmp_path / "search")
+    monkeypatch.setattr(long_runs, "runs_dir", lambda: tmp_path / "core")
+    job = SimpleNamespace(name="TopoRAG + LoRA", dataset="synthetic_scenes", config=lambda: config)
+    assert long_runs.adopt_search_run(job) is None  # nothing trained yet
+    recipe_search.run_validation(config, "search", tmp_path / "search", tmp_path / "search_ledger", progress=False)
+    adopted = long_runs.adopt_search_run(job)
+    assert adopted is not None and (adopted / "best.pt").exists()
+    run_cached(config, job.name, tmp_path / "core", progress=False, ledger=tmp_path / "ledger")
+    fresh = tmp_path / "fresh"
+    run_cached(config, job.name, fresh, progress=False, ledger=tmp_path / "ledger2")
+    scored = [read_metrics(next(root.rglob("metrics_test.json")).parent, "test") for root in (adopted, fresh)]
+    assert scored[0] == scored[1] | {k: scored[0][k] for k in ("seconds_per_step", "minutes_per_epoch")
+                                     if k in scored[0]}
+    searched = read_metrics(next((tmp_path / "search").rglob("metrics_val.json")).parent, "val")
+    assert scored[0]["seconds_per_step"] == searched["seconds_per_step"]  # not trained again: the search's timings
+    predictions = [read_predictions(next(root.rglob("predictions_test.jsonl"))) for root in (adopted, fresh)]
+    assert predictions[0] == predictions[1]
+    assert long_runs.adopt_search_run(job) is None  # the job's run exists now: nothing is copied over it

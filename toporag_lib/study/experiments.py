@@ -149,15 +149,20 @@ def config_digest(config: TrainConfig) -> str:
     return digest_of(config.to_dict())
 
 
+def run_folder(config: TrainConfig, name: str, runs_dir: str | Path) -> Path:
+    """`runs_dir/<dataset>/<name>-<config hash>`, or the folder a run of the same config has there under any name."""
+    digest = config_digest(config)
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", name.replace("+", "plus")).strip("_")
+    same = sorted((Path(runs_dir) / config.dataset).glob(f"*-{digest}"))
+    return same[0] if same else Path(runs_dir) / config.dataset / f"{slug}-{digest}"
+
+
 def run_cached(config: TrainConfig, name: str, runs_dir: str | Path, progress: bool = True,
                ledger: str | Path | None = None) -> dict[str, Any]:
     """Train and evaluate `config` in `runs_dir/<dataset>/<name>-<config hash>`: a run with the same config, under
     any name (whichever notebook ran it), is read back when finished and resumed when interrupted. The finished run
     is recorded in `ledger` (default: `results/runs`). One flat row of metrics."""
-    digest = config_digest(config)
-    slug = re.sub(r"[^A-Za-z0-9]+", "_", name.replace("+", "plus")).strip("_")
-    same = sorted((Path(runs_dir) / config.dataset).glob(f"*-{digest}"))
-    out = same[0] if same else Path(runs_dir) / config.dataset / f"{slug}-{digest}"
+    out = run_folder(config, name, runs_dir)
     with claim_run_folder(out):  # one writer from the read-back to the record
         metrics = read_metrics(out, "test") or run(config, out, progress)
         record_run(out, ledger if ledger is not None else results_dir() / "runs", name)

@@ -48,9 +48,12 @@ from toporag_lib.study.experiments import (
     TABLE1_METHODS,
     config_digest,
     run_cached,
+    run_folder,
     variant_config,
 )
 from toporag_lib.training.ledger import COMMAND_ENV, RECORD, run_id
+from toporag_lib.training.run_files import read_metrics
+from toporag_lib.training.run_folder import claim_run_folder
 from toporag_lib.training.train_config import TrainConfig
 
 DATASET = "synthetic_scenes"
@@ -132,6 +135,23 @@ def core_jobs() -> list[Job]:
 SUITES = {"testbed": jobs, "table1": table1_jobs, "core": core_jobs}
 
 
+def adopt_search_run(job: Job) -> Path | None:
+    """Where the recipe search trained this very config (a core job at its chosen recipe and seed), and this job's
+    run has not started: carry the search run's last checkpoint and selected weights into the job's run folder, so
+    it is only scored on the test split (the weights a run from scratch would end with: same config, same seed).
+    The job's run folder, or None where there is nothing to adopt."""
+    config = job.config()
+    search = recipe_search.runs_dir() / job.dataset / config_digest(config)
+    if read_metrics(search, recipe_search.SPLIT) is None or not (search / parked_runs.CHECKPOINT).exists():
+        return None
+    out = run_folder(config, job.name, runs_dir())
+    with claim_run_folder(out):
+        if parked_runs.progress(out) != parked_runs.NONE:
+            return None
+        parked_runs.carry(search, out)
+    return out
+
+
 def is_done(job: Job, ledger: Path | None = None) -> bool:
     """Whether the results ledger holds the job's record (the run cache, `runs_dir()`, is not kept in a checkout)."""
     return ((ledger or results_dir() / "runs") / run_id(job.config().to_dict()) / RECORD).exists()
@@ -175,6 +195,8 @@ def main(argv: list[str] | None = None) -> None:
             continue
         print(f"job {i}: {job.name} on {job.dataset}, seed {job.seed}", flush=True)
         try:
+            if adopted := adopt_search_run(job):
+                print(f"  trained by the recipe search: {adopted.name} is scored on test only", flush=True)
             run_cached(job.config(), job.name, runs_dir())
             for parked in parked_runs.PARKED_DIR.glob(f"{job.dataset}/*-{config_digest(job.config())}"):
                 parked_runs.release(parked)

@@ -47,7 +47,8 @@ def unfinished(runs_dir: Path) -> list[Path]:
     return [run for run in runs if not any(run.glob("metrics_*.json"))]
 
 
-def _copy(source: Path, target: Path) -> None:
+def carry(source: Path, target: Path) -> None:
+    """Copy a run's config, last checkpoint and (where it has one) selected weights from one run folder to another."""
     for name in CARRIED:
         atomic.write_bytes(target / name, (source / name).read_bytes())
     if (source / SELECTED).exists():
@@ -66,7 +67,7 @@ def park(runs_dir: Path, parked_dir: Path | None = None) -> list[tuple[Path, Pro
             continue
         target = parked_dir / run.parent.name / run.name
         if progress(target) < reached:
-            _copy(run, target)
+            carry(run, target)
         parked.append((target, reached))
     return parked
 
@@ -93,7 +94,7 @@ def unpark(runs_dir: Path, ledger: Path, parked_dir: Path | None = None) -> list
         try:
             with claim_run_folder(target):
                 if progress(target) < reached:
-                    _copy(parked, target)
+                    carry(parked, target)
                     restored.append((target, reached))
         except RunFolderInUseError:  # a live run writes it: it goes on from its own checkpoint
             continue
