@@ -141,13 +141,14 @@ def test_the_core_tables_read_only_the_core_suites_runs_and_pair_its_twins(monke
     def run(name: str, seed: int, right: list[bool], config: dict | None = None) -> dict:
         config = config or jobs[(name, seed)].config().to_dict()
         labels, families = ["yes", "no", "red", "no"], ["loop", "loop", "attribute", "path"]
-        return {"name": name, "config": config, "metrics": {"n": 4, "score": sum(right) / 4}, "predictions": [
+        return {"name": name, "config": config, "metrics": {"n": 4, "score": sum(right) / 4}, "hardware": "CPU",
+                "command": "", "run_id": f"{name}-{seed}", "predictions": [
             {"index": i, "label": labels[i], "pred": labels[i] if r else "blue", "family": families[i],
              "pair": "p1" if i < 2 else ""} for i, r in enumerate(right)]}
 
     records = [run("TopoRAG + LoRA", 42, [True, True, True, False]),
                run("TopoRAG + LoRA w/o CRL (no 2-cells)", 42, [True, False, True, False]),
-               run("TopoRAG + LoRA w/o CRL (no 2-cells)", 43, [True, True, True, True]),  # no partner at 43
+               run("TopoRAG + LoRA w/o CRL (no 2-cells)", 43, [False, False, True, True]),  # no partner at 43
                run("TopoRAG + LoRA", 43, [False] * 4, TrainConfig(dataset="synthetic_scenes", seed=43).to_dict())]
     assert [r["config"]["seed"] for r in ledger_tables.core_records(records, "synthetic_scenes")] == [42, 42, 43]
     table = ledger_tables.core_paired(records)
@@ -155,6 +156,10 @@ def test_the_core_tables_read_only_the_core_suites_runs_and_pair_its_twins(monke
     rows = table.set_index("family")
     assert rows.loc["loop", "diff"] == 0.5 and rows.loc["loop twins", "diff"] == 1.0 and rows.loc["all", "n"] == 4
     assert ledger_tables.core_paired(records[3:]) is None
+    table = ledger_tables.core_table(records).set_index("method")
+    assert table.loc["TopoRAG + LoRA w/o CRL (no 2-cells)", "seeds"] == "42, 43"
+    assert table.loc["TopoRAG + LoRA w/o CRL (no 2-cells)", "one_answer_max"] == 1.0  # seed 43: "blue" to both
+    assert table.loc["TopoRAG + LoRA", "one_answer_max"] == 0.5 and len(table) == 2
 
 
 def test_results_readme_puts_paper_and_ours_side_by_side(tmp_path):

@@ -197,11 +197,13 @@ def results_readme(results: str | Path, profile: str) -> str:
          "answer to all); `twin_loop`: both twins of a loop pair right._"),
         ("Core comparison · at the chosen recipe",
          _columns(core_table(records), ["dataset", "method", "n", "seeds", "score", "score_std", "majority",
-                                        "acc_attribute", "acc_path", "acc_loop", "twin_loop", "closed", "commit"]),
+                                        "acc_attribute", "acc_path", "acc_loop", "twin_loop", "one_answer_max",
+                                        "closed", "commit"]),
          "_`python -m toporag_lib.study.long_runs --suite core`: per dataset at the recipe its search chose on "
          "validation (above), trained on its 800 training questions, the epoch chosen on its 200 validation "
          "questions, scored once on the whole test split; mean ± std over seeds. `twin_loop`: both twins of a loop "
-         "pair right (a constant answer scores 0); `closed`: the answer in the closed vocabulary the LLM finds most "
+         "pair right (a constant answer scores 0); `one_answer_max`: over the seeds, the largest share of the loop "
+         "questions (ExplaGraphs: of all) given the run's most common answer; `closed`: the answer in the closed vocabulary the LLM finds most "
          "likely (secondary); `majority`: always the most common label._"),
         ("Core comparison · paired", core_paired(records),
          "_Over the seeds both ran (`study.paired_runs`): a minus b, each question's (or, for `loop twins`, each "
