@@ -23,7 +23,8 @@ def test_every_recipe_selects_on_the_validation_score_with_early_stopping_and_di
     for dataset in {c.dataset for c in configs}:  # on each dataset, with and without 2-cells, recipes differ
         for k2 in {c.retrieval.k2 for c in configs if c.dataset == dataset}:
             mine = [c for c in configs if c.dataset == dataset and c.retrieval.k2 == k2]
-            settings = {(c.schedule, c.warmup_ratio, c.lr, c.lora_lr, c.epochs, c.model.question_first) for c in mine}
+            settings = {(c.schedule, c.warmup_ratio, c.lr, c.lora_lr, c.epochs, c.model.question_first, c.model.readout)
+                        for c in mine}
             assert len(settings) == len(mine)
     assert all(c.limits.test is None and c.limits.val == recipe_search.SEARCH_LIMITS["val"] for c in configs)
 
@@ -34,7 +35,8 @@ def test_the_testbed_search_runs_on_version_3_with_and_without_2cells_at_its_ret
     testbed = [job for job in recipe_search.jobs() if job.dataset == "synthetic_scenes"]
     assert testbed and all(job.config().dataset_options == {"version": 3} for job in testbed)
     assert all(job.config().retrieval.k1 == TESTBED_V3_RETRIEVAL["k1"] for job in testbed)
-    with_cells = {(job.recipe, job.question_first): job.config() for job in testbed if not job.ablation}
+    with_cells = {(job.recipe, job.question_first): job.config() for job in testbed
+                  if not job.ablation and job.readout == "mean"}
     without = {(job.recipe, job.question_first): job.config() for job in testbed if job.ablation}
     assert (recipe_search.TESTBED_FIRST_RECIPE, True) in without
     assert with_cells.keys() == without.keys()
@@ -44,7 +46,8 @@ def test_the_testbed_search_runs_on_version_3_with_and_without_2cells_at_its_ret
 
 
 def test_question_first_changes_only_the_layout_the_cut_and_the_dtype_and_keeps_the_other_jobs_digests():
-    first = {job.ablation: job for job in recipe_search.jobs() if job.question_first and job.version == 3}
+    first = {job.ablation: job for job in recipe_search.jobs()
+             if job.question_first and job.version == 3 and job.readout == "mean"}
     for ablation, job in first.items():
         plain = recipe_search.Job(job.recipe, dataset=job.dataset, ablation=ablation, version=job.version)
         assert plain in recipe_search.jobs() and "question first" in job.name and "up to 1024 tokens" in job.name
@@ -105,7 +108,7 @@ def test_the_list_shows_where_an_unfinished_job_stands(tmp_path, monkeypatch):
 
 def test_the_chosen_recipe_is_the_best_validation_score_once_every_candidate_is_recorded(monkeypatch):
     testbed = {i: job for i, job in enumerate(recipe_search.jobs()) if job.dataset == "synthetic_scenes"}
-    scores = {10: 0.61}  # job 11 (without 2-cells) and the dropped jobs are no candidates
+    scores = {10: 0.61, 13: 0.58}  # job 11 (without 2-cells) and the dropped jobs are no candidates
     digests = {config_digest(job.config()): i for i, job in enumerate(recipe_search.jobs())}
     monkeypatch.setattr(recipe_search, "val_score", lambda config, ledger=None: scores.get(digests[config_digest(config)]))
     assert recipe_search.chosen("synthetic_scenes") == testbed[10]
@@ -113,3 +116,10 @@ def test_the_chosen_recipe_is_the_best_validation_score_once_every_candidate_is_
     assert recipe_search.chosen("explagraphs") is None  # job 12 unfinished
     scores.update({0: 0.64, 1: 0.725, 2: 0.675, 3: 0.65, 5: 0.725, 12: 0.70})
     assert recipe_search.chosen("explagraphs") == recipe_search.jobs()[1]  # a tie goes to the first listed
+
+
+def test_the_question_pooled_job_is_job_10_but_for_its_readout():
+    pooled, plain = recipe_search.jobs()[13], recipe_search.jobs()[10]
+    changed, base = pooled.config().to_dict(), plain.config().to_dict()
+    assert (changed["model"].pop("readout"), base["model"].pop("readout")) == ("question", "mean")
+    assert changed == base and "question-conditioned pool" in pooled.name

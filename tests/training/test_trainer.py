@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -89,6 +90,27 @@ def test_a_killed_run_resumes_to_the_same_weights(tiny_llm, tiny_encoder_path, t
     expected, got = whole.model.trainable_state(), resumed.model.trainable_state()
     assert expected.keys() == got.keys()
     assert all(torch.equal(expected[k], got[k]) for k in expected)
+
+
+def test_a_question_conditioned_pool_trains_and_gives_each_question_its_own_soft_prompt(tiny_llm, tiny_encoder_path,
+                                                                                     tmp_path):
+    from toporag_lib.generation.inputs import collate
+    from toporag_lib.training.ledger import config_digest
+
+    model = ModelConfig(encoder="cellular", hidden_dim=16, projector_hidden=32, num_layers=1, readout="question")
+    trainer = Trainer(config(tiny_llm, tiny_encoder_path, model=model), tmp_path, progress=False)
+    trainer.train(stop_after_steps=2)
+    assert all(math.isfinite(h["loss"]) for h in trainer.state["history"] if h["loss"] is not None)
+    assert any(n.startswith("readout.") for n in trainable_names(trainer))
+    batch = collate(trainer.examples["train"][:2])
+    first = trainer.model.soft_prompt(batch)
+    batch.graphs.query = batch.graphs.query.flip(0)  # the same complexes, the other question each
+    assert not torch.allclose(first, trainer.model.soft_prompt(batch))
+    with pytest.raises(ValueError, match="ModelConfig.readout='max'"):
+        ModelConfig(readout="max")
+    plain = config(tiny_llm, tiny_encoder_path).to_dict()
+    assert config_digest(plain) == config_digest({**plain, "model": {k: v for k, v in plain["model"].items()
+                                                                      if k != "readout"}})
 
 
 def test_a_checkpoint_without_its_selected_epochs_weights_is_refused_before_any_work(tiny_llm, tiny_encoder_path,

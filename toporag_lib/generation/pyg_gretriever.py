@@ -65,6 +65,8 @@ def check_model_config(model: ModelConfig, device: str) -> None:
     if model.question_first:
         raise ValueError("engine 'pyg' builds PyG's own prompt (graph text, then question): "
                          "model.question_first must be false")
+    if model.readout != "mean":
+        raise ValueError("engine 'pyg' pools PyG's GAT by its mean: model.readout must be 'mean'")
     if device not in ("cpu", "cuda"):
         raise ValueError(f"engine 'pyg' takes device 'cpu' or 'cuda', not {device!r}")
 

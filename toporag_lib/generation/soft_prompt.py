@@ -9,7 +9,9 @@
 | prompt tuning | none | `virtual_tokens` learned vectors | subgraph | frozen |
 | LoRA on text, zero-shot | none | none | subgraph | LoRA / frozen |
 
-The projector is G-Retriever's (Linear, Sigmoid, Linear), widened to `num_soft_tokens` tokens.
+The projector is G-Retriever's (Linear, Sigmoid, Linear), widened to `num_soft_tokens` tokens. The pool before it
+is the paper's mean (eq. 20), or with `readout="question"` an attention over the cells scored against the question
+(`nn.readout`; not the paper's).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 from torch import Tensor, nn
+from torch_geometric.data import Batch
 
 from toporag_lib.generation.inputs import ExampleBatch
 from toporag_lib.generation.llm import (
@@ -28,6 +31,10 @@ from toporag_lib.generation.llm import (
     trainable_state,
 )
 from toporag_lib.nn.encoders import ENCODERS, build_encoder
+from toporag_lib.nn.readout import QuestionReadout
+
+
+READOUTS = ("mean", "question")
 
 
 @dataclass
@@ -45,6 +52,7 @@ class ModelConfig:
     lora_alpha: int = 16
     lora_dropout: float = 0.05
     question_first: bool = False  # the LLM reads {question}\n{graph text} (`LLM.question_first`); not the paper's
+    readout: str = "mean"  # POOL: "mean", the paper's eq. 20, or "question" (`nn.readout.QuestionReadout`)
 
     def __post_init__(self) -> None:
         if self.encoder is not None and self.encoder not in ENCODERS:
@@ -52,6 +60,8 @@ class ModelConfig:
         for name in ("hidden_dim", "num_layers", "num_soft_tokens", "projector_hidden", "lora_r", "lora_alpha"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ModelConfig.{name}={getattr(self, name)!r}: expected a positive int")
+        if self.readout not in READOUTS:
+            raise ValueError(f"ModelConfig.readout={self.readout!r}: expected one of {READOUTS}")
         if self.virtual_tokens < 0:
             raise ValueError(f"ModelConfig.virtual_tokens={self.virtual_tokens!r}: expected an int >= 0")
         for name in ("dropout", "lora_dropout"):
@@ -88,16 +98,17 @@ class TopoRAGModel(nn.Module):
         llm.question_first = config.question_first  # the prompt layout is part of the model's config
         self.llm = llm
         hidden = llm.hidden_size
-        self.encoder = None
-        self.projector = None
+        self.encoder = self.readout = self.projector = None
         if config.encoder is not None:
             self.encoder = build_encoder(config.encoder, in_dim, config.hidden_dim, config.hidden_dim,
                                          config.num_layers, config.dropout)
+            self.readout = (QuestionReadout(config.hidden_dim, in_dim, config.hidden_dim, config.hidden_dim)
+                            if config.readout == "question" else None)
             self.projector = nn.Sequential(nn.Linear(config.hidden_dim, config.projector_hidden), nn.Sigmoid(),
                                            nn.Linear(config.projector_hidden, config.num_soft_tokens * hidden))
         self.virtual = (nn.Parameter(initial_virtual_tokens(llm, config.virtual_tokens, config.virtual_init))
                         if config.virtual_tokens else None)
-        for part in (self.encoder, self.projector):  # the graph side lives where the LLM does (fp32 weights)
+        for part in (self.encoder, self.readout, self.projector):  # the graph side lives where the LLM does (fp32)
             if part is not None:
                 part.to(llm.device)
         if self.virtual is not None:
@@ -107,11 +118,22 @@ class TopoRAGModel(nn.Module):
         """[B, n, H] float32 soft tokens, or None when the configuration has none."""
         parts = []
         if self.encoder is not None:
-            pooled = self.encoder(batch.graphs.to(self.llm.device))
+            pooled = self.pool(batch.graphs.to(self.llm.device))
             parts.append(self.projector(pooled).view(len(batch), self.config.num_soft_tokens, -1))
         if self.virtual is not None:
             parts.append(self.virtual.unsqueeze(0).expand(len(batch), -1, -1))
         return torch.cat(parts, dim=1) if parts else None
+
+    def pool(self, graphs: Batch) -> Tensor:
+        """h_X* (eq. 20): the encoder's mean pool, or with `readout="question"` each complex's cells weighed against
+        its question (`QuestionReadout`; the encoder's own output layer is then unused)."""
+        if self.readout is None:
+            return self.encoder(graphs)
+        if getattr(graphs, "query", None) is None:
+            raise ValueError("readout='question' needs each example's question embedding (ComplexData.query): "
+                             "examples made before it existed must be made again")
+        states, s = self.encoder.cell_states(graphs)
+        return self.readout(states, s, (graphs.x0, graphs.x1, graphs.x2), graphs.query)
 
     def n_tokens(self, texts: list[str]) -> list[int]:
         """Each graph text's length in the LLM's tokens (the text after the soft prompt, cut at `max_txt_len`)."""

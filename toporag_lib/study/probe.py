@@ -43,7 +43,9 @@ from toporag_lib.training.train_config import TrainConfig
 VARIANTS = {"cellular": ("cellular", True), "cellular w/o 2-cells": ("cellular", False), "gcn": ("gcn", False),
             "gat": ("gat", False), "gt": ("gt", False)}
 INPUTS = ("retrieved", "whole graph")
-READOUTS = ("attention", "mean")
+# "attention, plain inputs": the attention readout over an encoder fed x alone (no x * z_q), as the soft prompt's
+# encoder is: whether weighing the cells against the question at the readout is enough (`nn.readout`).
+READOUTS = ("attention", "mean", "attention, plain inputs")
 RUN_KEYS = ["encoder", "two_cells", "input", "readout"]
 
 
@@ -93,6 +95,7 @@ class Probe(nn.Module):
     sum_c softmax_c(g_d(u_c)) W_d u_c over the complex's d-cells: the question picks the cells it asks about. The mean
     readout W_d mean_c u_c weighs every cell alike, so the one object or loop that holds the answer is diluted among
     all cells. Both are zero where a complex has no d-cells, and for the dimensions an encoder keeps no states of.
+    "attention, plain inputs" zeroes the x * z_q half of the features: the question enters at the readout alone.
     """
 
     def __init__(self, encoder: str, in_dim: int, hidden: int, num_answers: int, readout: str = "attention") -> None:
@@ -101,12 +104,12 @@ class Probe(nn.Module):
             raise ValueError(f"readout={readout!r}: expected one of {READOUTS}")
         self.encoder = build_encoder(encoder, 2 * in_dim, hidden, hidden, num_layers=2)
         width = hidden + in_dim + 1
+        attention, self.plain_inputs = readout.startswith("attention"), readout.endswith("plain inputs")
         self.readouts = nn.ModuleList(
             AttentionalAggregation(nn.Sequential(nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, 1)),
-                                   nn.Linear(width, hidden)) if readout == "attention"
+                                   nn.Linear(width, hidden)) if attention
             else MeanAggregation() for _ in range(3))
-        self.project = nn.ModuleList(nn.Identity() if readout == "attention" else nn.Linear(width, hidden)
-                                     for _ in range(3))
+        self.project = nn.ModuleList(nn.Identity() if attention else nn.Linear(width, hidden) for _ in range(3))
         self.head = nn.Sequential(nn.Linear(3 * hidden + in_dim, hidden), nn.ReLU(), nn.Linear(hidden, num_answers))
         self.hidden = hidden
 
@@ -118,7 +121,8 @@ class Probe(nn.Module):
             features = getattr(batch, x)
             product = features * queries[index]
             match.append(product.sum(-1, keepdim=True) * scale)
-            setattr(batch, x, torch.cat([features * scale, product * scale ** 2], dim=-1))
+            conditioned = torch.zeros_like(product) if self.plain_inputs else product * scale ** 2
+            setattr(batch, x, torch.cat([features * scale, conditioned], dim=-1))
         states, s = self.encoder.cell_states(batch)
         pooled = []
         for d, (readout, project) in enumerate(zip(self.readouts, self.project)):

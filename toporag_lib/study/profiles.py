@@ -27,7 +27,8 @@ ABLATION_NAMES = list(ABLATIONS)
 # Notebook 05's LLM-free probe on every family with every encoder and readout (cpu-quick: the other encoders and the
 # mean readout on loop questions only). Each entry: [readout, variants, families].
 FULL_PROBE_PLAN = [[readout, variants, list(ANSWERS)] for readout, variants in
-                   (("attention", list(VARIANTS)), ("mean", ["cellular", "cellular w/o 2-cells"]))]
+                   (("attention", list(VARIANTS)), ("mean", ["cellular", "cellular w/o 2-cells"]))] + [
+    ["attention, plain inputs", ["cellular", "cellular w/o 2-cells"], ["loop"]]]  # the soft prompt's question pool
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,11 @@ def build_examples(prepared: PreparedDataset, indices: Sequence[int], retriever:
     for i in tqdm(indices, desc=f"examples ({retriever.config.method})", unit="question", disable=not progress):
         sample, cc, query = prepared.question(i)
         sub = retriever.retrieve(sample, cc, query)
+        complex_data = ComplexData.from_complex(cc, sub.nodes, sub.edges, sub.cells2)
+        complex_data.query = query.reshape(1, -1)  # z_q, for a readout conditioned on the question
         examples.append(Example(
             index=i,
-            complex=ComplexData.from_complex(cc, sub.nodes, sub.edges, sub.cells2),
+            complex=complex_data,
             text=textualize_subcomplex(sample.graph, cc, sub) if graph_text else "",
             question=sample.question + question_suffix,
             label=sample.label,

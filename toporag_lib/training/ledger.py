@@ -40,7 +40,8 @@ FITTED_RETRIEVAL_KEYS = (("top_k", 10), ("dde_rounds", 2), ("candidates", 3), ("
 # Records without such a key ran with that value.
 LATER_KEYS: dict[tuple[str, ...], Any] = {("model", "virtual_init"): None, ("embedding_batching",): "single",
                                           **{("retrieval", name): value for name, value in FITTED_RETRIEVAL_KEYS},
-                                          ("retrieval", "fit_targets"): "evidence", ("model", "question_first"): False}
+                                          ("retrieval", "fit_targets"): "evidence", ("model", "question_first"): False,
+                                          ("model", "readout"): "mean"}
 
 
 # Keys that only some retrieval methods read, left out of every other method's identity: a key added later whose
