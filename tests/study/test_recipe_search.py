@@ -11,7 +11,7 @@ from toporag_lib import atomic, hardware
 from toporag_lib.generation.soft_prompt import ModelConfig
 from toporag_lib.study import recipe_search
 from toporag_lib.study.experiments import config_digest
-from toporag_lib.training.ledger import RECORD
+from toporag_lib.training.ledger import RECORD, run_id
 from toporag_lib.training.run_files import read_predictions
 from toporag_lib.training.train_config import TrainConfig
 
@@ -109,8 +109,9 @@ def test_the_list_shows_where_an_unfinished_job_stands(tmp_path, monkeypatch):
 def test_the_chosen_recipe_is_the_best_validation_score_once_every_candidate_is_recorded(monkeypatch):
     testbed = {i: job for i, job in enumerate(recipe_search.jobs()) if job.dataset == "synthetic_scenes"}
     scores = {10: 0.61, 13: 0.58}  # job 11 (without 2-cells) and the dropped jobs are no candidates
-    digests = {config_digest(job.config()): i for i, job in enumerate(recipe_search.jobs())}
-    monkeypatch.setattr(recipe_search, "val_score", lambda config, ledger=None: scores.get(digests[config_digest(config)]))
+    ids = {i: run_id(job.config().to_dict()) for i, job in enumerate(recipe_search.jobs())}
+    monkeypatch.setattr(recipe_search, "val_scores", lambda ledger=None: {
+        ids[i]: score for i, score in scores.items() if score is not None})
     assert recipe_search.chosen("synthetic_scenes") == testbed[10]
     scores[12] = None  # another dataset's unfinished job does not hold this one up
     assert recipe_search.chosen("explagraphs") is None  # job 12 unfinished

@@ -162,11 +162,14 @@ def is_done(job: Job, ledger: Path | None = None) -> bool:
     return ((ledger or ledger_dir()) / run_id(job.config().to_dict()) / RECORD).exists()
 
 
+def val_scores(ledger: Path | None = None) -> dict[str, float]:
+    """Each recorded run's validation score (checked against its predictions) by run id (`ledger.run_id`)."""
+    return {run_id(r["config"]): r["metrics"]["score"] for r in read_ledger(ledger or ledger_dir())}
+
+
 def val_score(config: TrainConfig, ledger: Path | None = None) -> float | None:
-    """The validation score in the record of the run of `config` (checked against its predictions), None while the
-    ledger has no such record."""
-    key = run_id(config.to_dict())
-    return next((r["metrics"]["score"] for r in read_ledger(ledger or ledger_dir()) if run_id(r["config"]) == key), None)
+    """The validation score of the run of `config`, None while the ledger has no record of it."""
+    return val_scores(ledger).get(run_id(config.to_dict()))
 
 
 def chosen(dataset: str, ledger: Path | None = None) -> Job | None:
@@ -174,7 +177,8 @@ def chosen(dataset: str, ledger: Path | None = None) -> Job | None:
     `DROPPED`, the one with the best validation score (the first listed on a tie); None while one has no record."""
     candidates = [job for i, job in enumerate(jobs())
                   if job.dataset == dataset and not job.ablation and i not in DROPPED]
-    scores = [val_score(job.config(), ledger) for job in candidates]
+    recorded = val_scores(ledger)  # read once for every candidate
+    scores = [recorded.get(run_id(job.config().to_dict())) for job in candidates]
     if not candidates or None in scores:
         return None
     return candidates[scores.index(max(scores))]
