@@ -104,6 +104,13 @@ def test_the_list_shows_where_an_unfinished_job_stands(tmp_path, monkeypatch):
                {"epoch": 0, "step": None, "loss": None, "seconds": None, "val_loss": 0.9, "val_score": 0.5404}]
     atomic.torch_save({"state": {"epoch": 1, "step": 50, "history": history}}, run / "checkpoint.pt")
     assert recipe_search.progress_line(job) == "at epoch 2, step 50; validation by epoch 1: 0.540"
+    history.append({"epoch": 1, "step": None, "loss": None, "seconds": None, "val_loss": 0.8, "val_score": 0.58,
+                    "val_by_family": {"attribute": {"accuracy": 0.864, "one_answer": 0.14},
+                                      "loop": {"accuracy": 0.527, "one_answer": 0.86}}})
+    atomic.torch_save({"state": {"epoch": 2, "step": 0, "history": history}}, run / "checkpoint.pt")
+    assert recipe_search.progress_line(job) == (
+        "at epoch 3, step 0; validation by epoch 1: 0.540, 2: 0.580; epoch 2 by family: attribute 0.864 "
+        "(one answer 0.14); loop 0.527 (one answer 0.86)")  # where the last epoch kept its answers per family
 
 
 def test_the_chosen_recipe_is_the_best_validation_score_once_every_candidate_is_recorded(monkeypatch):

@@ -12,6 +12,7 @@ import torch
 from tiny_models import CHATML, make_tiny_model
 
 from toporag_lib import atomic
+from toporag_lib.data.registry import dataset_spec
 from toporag_lib.data.testbed.vocabulary import ANSWERS
 from toporag_lib.generation.inputs import collate
 from toporag_lib.generation.soft_prompt import ModelConfig
@@ -235,7 +236,7 @@ def test_selection_by_validation_score_keeps_the_best_scoring_epoch(tiny_llm, ti
                                                                    monkeypatch):
     losses, scores = iter([0.9, 0.8, 0.7]), iter([0.2, 0.5, 0.3])  # by loss the last epoch would win
     monkeypatch.setattr(trainer_module, "validation_loss", lambda *args: next(losses))
-    monkeypatch.setattr(trainer_module, "validation_score", lambda *args: next(scores))
+    monkeypatch.setattr(trainer_module, "validation_score", lambda *args: (next(scores), {}))
     trainer = Trainer(config(tiny_llm, tiny_encoder_path, epochs=3, select_by="val_score"), tmp_path, progress=False)
     trainer.train()
     assert trainer.state["best_epoch"] == 1 and trainer.state["bad_epochs"] == 1
@@ -253,7 +254,24 @@ def test_validation_score_is_the_metric_of_greedy_answers(tiny_llm, tiny_encoder
                       progress=False)  # every other answer right
     monkeypatch.setattr(trainer.model, "generate", lambda batch, *args: [
         label if i % 2 == 0 else "no idea" for i, label in enumerate(batch.labels)])
-    assert trainer_module.validation_score(trainer.model, trainer.examples["val"], trainer.config) == 0.5
+    assert trainer_module.validation_score(trainer.model, trainer.examples["val"], trainer.config)[0] == 0.5
+
+
+def test_each_epochs_validation_keeps_accuracy_and_the_most_common_answers_share_per_family(
+        tiny_llm, tiny_encoder_path, tmp_path, monkeypatch):
+    trainer = Trainer(config(tiny_llm, tiny_encoder_path, epochs=1, select_by="val_score",
+                             limits={"train": 2, "val": 12, "test": 2}), tmp_path, progress=False)
+    monkeypatch.setattr(trainer.model, "generate", lambda batch, *args: ["no"] * len(batch.labels))  # a collapse
+    trainer.train()
+    val = trainer.examples["val"]
+    by_family = trainer.state["history"][-1]["val_by_family"]
+    assert set(by_family) == {e.family for e in val} and len(by_family) > 1
+    for family, seen in by_family.items():
+        labels = [e.label for e in val if e.family == family]
+        assert seen["accuracy"] == pytest.approx(labels.count("no") / len(labels))
+        # one answer to every question of a yes/no family; on the others "no" is no candidate answer at all
+        assert seen["one_answer"] == (1.0 if "no" in dataset_spec("synthetic_scenes").choices_for(family) else 0.0)
+    assert trainer.evaluate("test")["validation"][-1]["by_family"] == by_family  # and it reaches the run's metrics
 
 
 def test_a_checkpoint_from_before_a_new_config_field_still_resumes(tiny_llm, tiny_encoder_path, tmp_path):

@@ -205,9 +205,14 @@ def progress_line(job: Job) -> str:
     if (epoch, step) == parked_runs.NONE:
         return ""
     history = atomic.torch_load(run / parked_runs.CHECKPOINT, weights_only=True)["state"]["history"]
-    scores = ", ".join(f"{h['epoch'] + 1}: {h['val_score']:.3f}" for h in history
-                       if h["step"] is None and h.get("val_score") is not None)
-    return f"at epoch {epoch + 1}, step {step}" + (f"; validation by epoch {scores}" if scores else "")
+    validated = [h for h in history if h["step"] is None and h.get("val_score") is not None]
+    scores = ", ".join(f"{h['epoch'] + 1}: {h['val_score']:.3f}" for h in validated)
+    families = validated[-1].get("val_by_family") if validated else None
+    detail = "; ".join(f"{family} {seen['accuracy']:.3f}" + (f" (one answer {seen['one_answer']:.2f})"
+                                                              if "one_answer" in seen else "")
+                       for family, seen in (families or {}).items())
+    return (f"at epoch {epoch + 1}, step {step}" + (f"; validation by epoch {scores}" if scores else "")
+            + (f"; epoch {validated[-1]['epoch'] + 1} by family: {detail}" if detail else ""))
 
 
 def one_answer_share(predictions: list[dict[str, Any]], family: str | None = None) -> float:

@@ -62,6 +62,7 @@ def training_metrics(history: list[dict[str, Any]], best_epoch: int | None, sele
         metrics["minutes_per_epoch"] = metrics["seconds_per_step"] * steps_per_epoch / 60
     metrics["epochs_run"] = epochs_run
     metrics.update(selected_epoch_metrics(history, best_epoch, select_by))
-    metrics["validation"] = [{"epoch": h["epoch"] + 1, "val_loss": h["val_loss"], "val_score": h["val_score"]}
-                             for h in history if h["step"] is None]
+    metrics["validation"] = [{"epoch": h["epoch"] + 1, "val_loss": h["val_loss"], "val_score": h["val_score"],
+                              **({"by_family": h["val_by_family"]} if h.get("val_by_family") else {})}
+                             for h in history if h["step"] is None]  # no by_family in epochs run before it was kept
     return metrics

@@ -337,10 +337,10 @@ class Trainer:
         """Validate; keep the weights when the selection criterion improved; stop after `patience` bad epochs."""
         val_examples = self.examples["val"]
         val = validation_loss(self.model, val_examples, self.config, self.progress) if val_examples else 0.0
-        score = (validation_score(self.model, val_examples, self.config, self.progress)
-                 if val_examples and self.config.select_by == "val_score" else None)
+        score, by_family = (validation_score(self.model, val_examples, self.config, self.progress)
+                            if val_examples and self.config.select_by == "val_score" else (None, {}))
         self.state["history"].append({"epoch": self.state["epoch"], "step": None, "loss": None, "seconds": None,
-                                      "val_loss": val, "val_score": score})
+                                      "val_loss": val, "val_score": score, "val_by_family": by_family})
         criterion = selection_criterion(val, score)
         if criterion < self.state["best_val"]:
             self.state["best_val"], self.state["best_epoch"], self.state["bad_epochs"] = \
