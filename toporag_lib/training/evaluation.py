@@ -46,25 +46,20 @@ def validation_score(model: torch.nn.Module, examples: list[Example], config: Tr
     takes its share, then they add up (every metric is a mean over questions)."""
     records = predict(model, data_parallel.local_slice(examples), config, progress, desc="validation answers",
                       closed=False)
-    score = metric_for(config.dataset)([r["pred"] for r in records], [r["label"] for r in records]) \
-        if records else 0.0
-    spec, correct = dataset_spec(config.dataset), correct_for(config.dataset)
+    spec, correct = dataset_spec(config.dataset), correct_for(config.dataset)  # the metric is the mean of `correct`
     families = list(dict.fromkeys(e.family for e in examples))  # the same order in every process
-    counts = torch.zeros(len(families) + 1, 2 + max(len(spec.choices_for(f)) for f in families), dtype=torch.float64)
-    counts[0, :2] = torch.tensor([score * len(records), len(records)])
+    counts = torch.zeros(len(families), 2 + max(len(spec.choices_for(f)) for f in families), dtype=torch.float64)
     for r in records:  # per family: right answers, questions, then each candidate answer's count
-        row = counts[1 + families.index(r["family"])]
-        row[:2] += torch.tensor([float(correct(r["pred"], r["label"])), 1.0])
-        for j, choice in enumerate(spec.choices_for(r["family"])):
-            row[2 + j] += float(correct(r["pred"], choice))
+        choices = spec.choices_for(r["family"])
+        counts[families.index(r["family"]), :2 + len(choices)] += torch.tensor(
+            [correct(r["pred"], r["label"]), 1, *(correct(r["pred"], choice) for choice in choices)],
+            dtype=torch.float64)
     counts = data_parallel.sum_across(counts)
-    by_family = {}
-    for family, row in zip(families, counts[1:]):
-        total = float(row[1].clamp(min=1))
-        by_family[family or "all"] = {"accuracy": float(row[0]) / total,
-                                      **({"one_answer": float(row[2:].max()) / total}
-                                         if spec.choices_for(family) else {})}
-    return float(counts[0, 0] / counts[0, 1].clamp(min=1)), by_family
+    by_family = {(family or "all"): {"accuracy": float(row[0] / row[1].clamp(min=1)),
+                                     **({"one_answer": float(row[2:].max() / row[1].clamp(min=1))}
+                                        if spec.choices_for(family) else {})}
+                 for family, row in zip(families, counts)}
+    return float(counts[:, 0].sum() / counts[:, 1].sum().clamp(min=1)), by_family
 
 
 def selection_criterion(val_loss: float, val_score: float | None) -> float:
