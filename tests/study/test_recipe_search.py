@@ -77,6 +77,8 @@ def test_a_search_run_is_scored_on_validation_and_never_writes_test_predictions(
     assert len(read_predictions(folder / "predictions_val.jsonl")) == 3
     table = recipe_search.search_table(tmp_path / "ledger")
     assert table.n_val.tolist() == [3] and 0 < table.one_answer_share[0] <= 1
+    labels = [p["label"] for p in read_predictions(folder / "predictions_val.jsonl")]  # the floor, on the same three
+    assert table.majority[0] == max(labels.count(label) for label in labels) / 3
     assert recipe_search.val_score(config, tmp_path / "ledger") == table.val_score[0]
     assert recipe_search.val_score(dataclasses.replace(config, seed=7), tmp_path / "ledger") is None
     run = next((tmp_path / "runs").rglob("metrics_val.json")).parent

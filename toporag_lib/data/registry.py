@@ -19,6 +19,7 @@ testbed's were chosen by measurement (below).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -154,6 +155,17 @@ def scoring_metric(name: str, scored_under: str = "") -> tuple[str, metrics.Metr
         return spec.metric_name, spec.metric
     earlier = earlier_metric(name, scored_under)
     return f"{earlier.name} (until {earlier.until})", earlier.metric
+
+
+def majority_score(dataset: str, predictions: list[dict[str, Any]], scored_under: str = "") -> float:
+    """What answering every question of `predictions` with their most common label scores under the dataset's
+    metric (or the earlier metric the run was scored under: `scoring_metric`), the trivial baseline a run must beat
+    on the same questions; nan without predictions."""
+    labels = [p["label"] for p in predictions]
+    if not labels:
+        return float("nan")
+    majority = Counter(labels).most_common(1)[0][0]
+    return scoring_metric(dataset, scored_under)[1]([majority] * len(labels), labels)
 
 
 def correct_for(name: str) -> metrics.Verdict:

@@ -6,13 +6,12 @@ them into `results/README.md`; notebooks 04 and 05 and `long_runs` read the full
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import pandas as pd
 
 from toporag_lib.data import load_dataset
-from toporag_lib.data.registry import scoring_metric
+from toporag_lib.data.registry import majority_score, scoring_metric
 from toporag_lib.study import long_runs, paired_runs, paper
 from toporag_lib.study.recipe_search import one_answer_share
 from toporag_lib.study.experiments import ABLATIONS, NOT_APPLICABLE
@@ -20,17 +19,6 @@ from toporag_lib.study.floors_and_evidence import with_cycle_families
 from toporag_lib.study.superseded import standing, superseded
 from toporag_lib.training.ledger import config_digest, run_id
 from toporag_lib.training.train_config import TrainConfig
-
-
-def majority_score(dataset: str, predictions: list[dict[str, Any]], scored_under: str = "") -> float:
-    """What answering every test question with its most common label scores under the dataset's metric (or the
-    earlier metric the run was scored under: `registry.scoring_metric`), the trivial baseline a run must beat on the
-    same questions; nan without predictions."""
-    labels = [p["label"] for p in predictions]
-    if not labels:
-        return float("nan")
-    majority = Counter(labels).most_common(1)[0][0]
-    return scoring_metric(dataset, scored_under)[1]([majority] * len(labels), labels)
 
 
 def ledger_table(records: list[dict[str, Any]]) -> pd.DataFrame:

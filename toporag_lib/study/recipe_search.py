@@ -29,6 +29,7 @@ import torch
 from toporag_lib import atomic
 from toporag_lib.paths import cache_dir, results_dir
 from toporag_lib.study import parked_runs
+from toporag_lib.data.registry import majority_score
 from toporag_lib.settings import merge
 from toporag_lib.study.experiments import ABLATIONS, config_digest, variant_config
 from toporag_lib.study.job_queue import claim, selected
@@ -223,9 +224,10 @@ def one_answer_share(predictions: list[dict[str, Any]], family: str | None = Non
 
 
 def search_table(ledger: Path | None = None) -> pd.DataFrame:
-    """One row per recorded search run: recipe, validation score, the selected and the last epoch, the share of the
-    most common answer (overall and on loop questions), and on the testbed the accuracy per family and the loop
-    family's twin accuracy, and the share of validation graph texts cut at `max_txt_len` (nan where a run has none)."""
+    """One row per recorded search run: recipe, validation score beside the majority answer's on the same questions
+    (`registry.majority_score`), the selected and the last epoch, the share of the most common answer (overall and
+    on loop questions), and on the testbed the accuracy per family and the loop family's twin accuracy, and the share
+    of validation graph texts cut at `max_txt_len` (nan where a run has none)."""
     rows = []
     for record in read_ledger(ledger or ledger_dir()):  # each checked against its validation predictions
         metrics, config, predictions = record["metrics"], record["config"], record["predictions"]
@@ -234,6 +236,7 @@ def search_table(ledger: Path | None = None) -> pd.DataFrame:
                      "question_first": config["model"].get("question_first", False),
                      "run": record["name"], "seed": config["seed"],
                      "n_val": metrics["n"], "val_score": metrics["score"],
+                     "majority": majority_score(config["dataset"], predictions),
                      "selected_epoch": metrics.get("selected_epoch"),
                      "epochs_run": metrics.get("epochs_run"), "one_answer_share": one_answer_share(predictions),
                      "loop_one_answer_share": one_answer_share(predictions, "loop"),

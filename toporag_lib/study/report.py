@@ -192,7 +192,8 @@ def results_readme(results: str | Path, profile: str) -> str:
          "_`python -m toporag_lib.study.recipe_search`: TopoRAG + LoRA trained on 800 training questions, every "
          "epoch scored on 200 validation questions, the best epoch kept, early stopping after 2 epochs without a "
          "better one; the test split is never read. One seed each: a search, not an estimate (one standard error "
-         "on 200 questions is about 0.035). `question_first`: the question before the graph text in the prompt; "
+         "on 200 questions is about 0.035). `majority`: the score of the most common label given to every "
+         "validation question, the floor. `question_first`: the question before the graph text in the prompt; "
          "`loop_one_answer_share`: the share of loop questions given the run's most common answer (1.0: one "
          "answer to all); `twin_loop`: both twins of a loop pair right._"),
         ("Core comparison · at the chosen recipe",
